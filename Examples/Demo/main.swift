@@ -1,0 +1,71 @@
+// longthread-demo: a short tour of LongThread. Top-level code is @MainActor: every closure below is
+// written in main-actor code and runs on a LongThread, which a release build checks too.
+import CoreFoundation
+import Foundation
+import LongThreads
+
+func step(_ title: String) { print("\n== \(title)") }
+func say(_ line: String) { print("   \(line)") }
+let threadName = { LongThread.current?.name ?? "main" }
+
+step("1. Start a resident thread")
+let worker = try LongThread(name: "demo.worker")
+say("started \(worker); its run loop is running and sleeps on a port source until work arrives")
+
+step("2. Queue work (async), then wait for a result (sync) and await one (run)")
+for index in 1...3 {
+    try worker.perform { print("   async item \(index) on \(threadName())") }
+}
+let sum = try worker.sync { (1...100).reduce(0, +) }
+say("sync returned \(sum), computed on the worker after the three async items (FIFO)")
+let mode = try await worker.run { RunLoop.current.currentMode?.rawValue ?? "none" }
+say("run returned: the worker's RunLoop.current runs in \(mode)")
+
+step("3. The seeds' opening crash, made safe")
+say("Objective-C: a thread whose block returned has no run loop, and")
+say("performSelector:onThread:waitUntilDone:YES crashes: 'target thread exited while waiting'.")
+let fresh = try LongThread(name: "demo.fresh")
+try perform(onThread: fresh) { print("   task A on \(threadName())") }
+try perform(onThread: fresh, waitUntilDone: true) { print("   task B on \(threadName()), waited for") }
+fresh.stop()
+do {
+    try perform(onThread: fresh, waitUntilDone: true) { print("   never printed") }
+} catch {
+    say("after stop, the same perform throws instead of crashing: \(error)")
+}
+
+step("4. A task cannot end the loop by accident")
+try worker.sync { CFRunLoopStop(CFRunLoopGetCurrent()) }
+say("a task called CFRunLoopStop; the thread still serves: \(try worker.sync { "ok" })")
+
+step("5. Stop, draining what was accepted")
+let drained = Counter()
+try worker.perform { usleep(50_000) } // keeps the worker busy while the rest queues up
+for _ in 0..<10_000 { try worker.perform { drained.add() } }
+say("queued 10,000 items behind a 50 ms task; stop(pending: .drain) ...")
+worker.stop(pending: .drain)
+say("stop returned after all \(drained.value) ran and the thread ended: \(worker)")
+
+step("6. Stop, discarding what waits")
+let other = try LongThread(name: "demo.discard")
+let started = DispatchSemaphore(value: 0)
+let gate = DispatchSemaphore(value: 0)
+try other.perform { started.signal(); gate.wait() } // the worker is busy until the gate opens
+started.wait()
+let waiter = Task.detached { () -> String in
+    do { return try await other.run { "ran" } } catch { return "\(error)" }
+}
+while other.statistics.pending == 0 { await Task.yield() } // the waiter's item is queued
+other.stop(waitUntilDone: false, pending: .discard)
+gate.signal()
+other.stop()
+say("a caller awaiting queued work was told: \(await waiter.value)")
+
+print("\nDone.")
+
+/// A counter the worker increments and main reads after the stop (which orders the two).
+final class Counter: @unchecked Sendable {
+    private var count = 0
+    func add() { count += 1 }
+    var value: Int { count }
+}

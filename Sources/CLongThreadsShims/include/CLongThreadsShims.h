@@ -1,0 +1,41 @@
+// Small C helpers for LongThreads: Linux calls that Glibc's Swift module hides, and the one-shot
+// event the blocking waits are built on. Every symbol carries the module prefix.
+#ifndef CLONGTHREADSSHIMS_H
+#define CLONGTHREADSSHIMS_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+/// Sets the calling thread's kernel name (truncated by the caller to 15 bytes).
+int CLongThreadsShims_setCurrentThreadName(const char *name);
+/// The kernel thread id of the calling thread.
+int32_t CLongThreadsShims_gettid(void);
+/// The calling thread's stack size in bytes (pthread_getattr_np), or 0 on failure.
+size_t CLongThreadsShims_currentStackSize(void);
+/// eventfd(2), non-blocking and close-on-exec.
+int CLongThreadsShims_eventfd(unsigned int initialValue);
+/// setpriority(PRIO_PROCESS, tid, nice) for the calling thread; returns 0 or errno.
+int CLongThreadsShims_setCurrentThreadNice(int nice);
+/// pthread_setschedparam for the calling thread with policy SCHED_BATCH (1) or SCHED_IDLE (2); returns 0 or errno.
+int CLongThreadsShims_setCurrentThreadBatchOrIdle(int idle);
+/// Fills `attr` for an explicit real-time policy: 1 = SCHED_FIFO, 2 = SCHED_RR; returns 0 or errno.
+int CLongThreadsShims_setAttrRealtime(pthread_attr_t *attr, int policy, int priority);
+
+/// A one-shot event: unset until signalled once, then set for good. Waiters spin briefly, then sleep
+/// on a futex; a signal wakes every waiter. The state is a plain word so Swift can own its memory.
+typedef struct {
+    uint32_t state; // 0 unset, 1 set, 2 unset with sleepers
+} CLongThreadsShims_Event;
+
+void CLongThreadsShims_eventInit(CLongThreadsShims_Event *event);
+/// Sets the event and wakes every waiter. Release ordering: writes before it are seen by waiters.
+void CLongThreadsShims_eventSignal(CLongThreadsShims_Event *event);
+/// Waits until the event is set or `timeoutNanoseconds` passed (negative: no limit).
+/// Returns true when set. Acquire ordering.
+bool CLongThreadsShims_eventWait(CLongThreadsShims_Event *event, int64_t timeoutNanoseconds);
+/// True when the event is set (acquire).
+bool CLongThreadsShims_eventIsSet(CLongThreadsShims_Event *event);
+
+#endif

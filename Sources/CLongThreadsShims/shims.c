@@ -1,0 +1,116 @@
+#define _GNU_SOURCE
+#include "CLongThreadsShims.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+int CLongThreadsShims_setCurrentThreadName(const char *name) {
+    return pthread_setname_np(pthread_self(), name);
+}
+
+int32_t CLongThreadsShims_gettid(void) {
+    return (int32_t)syscall(SYS_gettid);
+}
+
+size_t CLongThreadsShims_currentStackSize(void) {
+    pthread_attr_t attributes;
+    if (pthread_getattr_np(pthread_self(), &attributes) != 0) return 0;
+    size_t size = 0;
+    pthread_attr_getstacksize(&attributes, &size);
+    pthread_attr_destroy(&attributes);
+    return size;
+}
+
+int CLongThreadsShims_eventfd(unsigned int initialValue) {
+    return eventfd(initialValue, EFD_NONBLOCK | EFD_CLOEXEC);
+}
+
+int CLongThreadsShims_setCurrentThreadNice(int nice) {
+    if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), nice) != 0) return errno;
+    return 0;
+}
+
+int CLongThreadsShims_setCurrentThreadBatchOrIdle(int idle) {
+    struct sched_param param = { .sched_priority = 0 };
+    return pthread_setschedparam(pthread_self(), idle ? SCHED_IDLE : SCHED_BATCH, &param);
+}
+
+int CLongThreadsShims_setAttrRealtime(pthread_attr_t *attr, int policy, int priority) {
+    int rc = pthread_attr_setinheritsched(attr, PTHREAD_EXPLICIT_SCHED);
+    if (rc != 0) return rc;
+    rc = pthread_attr_setschedpolicy(attr, policy == 2 ? SCHED_RR : SCHED_FIFO);
+    if (rc != 0) return rc;
+    struct sched_param param = { .sched_priority = priority };
+    return pthread_attr_setschedparam(attr, &param);
+}
+
+// MARK: - Event
+
+enum { UNSET = 0, SET = 1, SLEEPERS = 2 };
+
+// About 1-2 µs of spinning: a round trip to a busy thread on another core usually completes
+// within it, and sleeping on the futex costs a system call and a wake-up on each side.
+// On a single CPU the spin only delays the thread we wait for, so it stays short.
+#define SPIN_LIMIT 256
+
+static inline void cpuRelax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+void CLongThreadsShims_eventInit(CLongThreadsShims_Event *event) {
+    __atomic_store_n(&event->state, UNSET, __ATOMIC_RELAXED);
+}
+
+void CLongThreadsShims_eventSignal(CLongThreadsShims_Event *event) {
+    // Only a waiter that announced itself (SLEEPERS) costs a futex wake.
+    if (__atomic_exchange_n(&event->state, SET, __ATOMIC_ACQ_REL) == SLEEPERS) {
+        syscall(SYS_futex, &event->state, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+    }
+}
+
+bool CLongThreadsShims_eventIsSet(CLongThreadsShims_Event *event) {
+    return __atomic_load_n(&event->state, __ATOMIC_ACQUIRE) == SET;
+}
+
+static int64_t nowNanoseconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+bool CLongThreadsShims_eventWait(CLongThreadsShims_Event *event, int64_t timeoutNanoseconds) {
+    for (int i = 0; i < SPIN_LIMIT; i++) {
+        if (__atomic_load_n(&event->state, __ATOMIC_ACQUIRE) == SET) return true;
+        cpuRelax();
+    }
+    int64_t deadline = timeoutNanoseconds < 0 ? -1 : nowNanoseconds() + timeoutNanoseconds;
+    for (;;) {
+        uint32_t expected = UNSET;
+        // Announce a sleeper; if it was already SLEEPERS, keep it; if SET, we are done.
+        if (!__atomic_compare_exchange_n(&event->state, &expected, SLEEPERS, false,
+                                         __ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE)) {
+            if (expected == SET) return true;
+        }
+        struct timespec ts, *tsp = NULL;
+        if (deadline >= 0) {
+            int64_t left = deadline - nowNanoseconds();
+            if (left <= 0) return __atomic_load_n(&event->state, __ATOMIC_ACQUIRE) == SET;
+            ts.tv_sec = left / 1000000000;
+            ts.tv_nsec = left % 1000000000;
+            tsp = &ts;
+        }
+        syscall(SYS_futex, &event->state, FUTEX_WAIT_PRIVATE, SLEEPERS, tsp, NULL, 0);
+        if (__atomic_load_n(&event->state, __ATOMIC_ACQUIRE) == SET) return true;
+    }
+}

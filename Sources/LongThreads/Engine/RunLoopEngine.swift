@@ -1,0 +1,172 @@
+import CoreFoundation
+
+/// What the engine reports to the thread it serves. Loop thread only.
+protocol RunLoopEngineDelegate: AnyObject {
+    /// The work source fired: run what the current mode may run.
+    func engineServiceWork()
+    /// A run of the loop began (the outer run, or a nested one inside a task).
+    func engineDidEnterRun()
+    /// A run of the loop ended.
+    func engineDidExitRun()
+    /// The loop woke from sleep.
+    func engineDidWake()
+}
+
+/// The CFRunLoop of one thread: the only type that touches CoreFoundation's run loop, so the engine
+/// could be replaced if a toolchain ever stopped shipping the module.
+///
+/// Made on the loop thread. It holds:
+/// - a version-1 source with port -1, which keeps every mode it is in alive and costs no file
+///   descriptor (a `SocketPort` would open a TCP listener);
+/// - one version-0 source that carries all queued work: producers signal it and wake the loop;
+/// - one observer for entry, exit and (when an owner is watched) after-waiting.
+/// All three are in the common modes, and in each custom mode work is posted in.
+final class RunLoopEngine: @unchecked Sendable {
+    // MARK: Immutable (CF's signal, wake-up and add calls are thread-safe)
+    let runLoop: CFRunLoop
+    private let workSource: CFRunLoopSource
+    private let keepAlive: CFRunLoopSource
+    private let observer: CFRunLoopObserver
+    /// What the sources' and the observer's info pointers point at (unretained: the engine keeps it
+    /// alive, and `tearDown` invalidates them before the engine goes).
+    private let callouts: Callouts
+
+    // MARK: Loop thread only
+    private var lastMode: (object: CFString, name: String)?
+
+    /// Effectively infinite: CF treats anything above about 5.05e8 s as "no timeout". A finite
+    /// timeout arms a libdispatch timer on an overcommit queue each run (up to ~256 threads).
+    static let forever: CFTimeInterval = 1e10
+
+    /// Loop thread only.
+    init(delegate: any RunLoopEngineDelegate, observesWakeUps: Bool) {
+        callouts = Callouts(delegate: delegate)
+        let info = Unmanaged.passUnretained(callouts).toOpaque()
+        runLoop = CFRunLoopGetCurrent()
+        workSource = Self.makeWorkSource(info: info)
+        keepAlive = Self.makeKeepAlive()
+        var activities = CFRunLoopActivity.entry.rawValue | CFRunLoopActivity.exit.rawValue
+        if observesWakeUps { activities |= CFRunLoopActivity.afterWaiting.rawValue }
+        observer = Self.makeObserver(activities: activities, info: info)
+        add(toMode: kCFRunLoopCommonModes)
+    }
+
+    // MARK: - Any thread
+
+    /// Marks the work source ready; the loop runs it in its next pass.
+    @inline(__always)
+    func signal() { CFRunLoopSourceSignal(workSource) }
+
+    /// Wakes the loop if it sleeps (an eventfd write). Lost if the loop is between two runs, which
+    /// is why every request is also a signalled source.
+    @inline(__always)
+    func wake() { CFRunLoopWakeUp(runLoop) }
+
+    /// Puts the sources and the observer in the custom mode `name`. Call it only while the loop
+    /// thread lives: a source added to the loop of an exited thread forms a retain cycle and leaks.
+    func add(modeNamed name: String) {
+        add(toMode: Self.cfString(name))
+    }
+
+    // MARK: - Loop thread only
+
+    /// Runs the loop in `mode` until something stops this run.
+    func run(modeNamed mode: String) {
+        _ = CFRunLoopRunInMode(Self.cfString(mode), Self.forever, false)
+    }
+
+    /// Runs the default mode until something stops this run.
+    func runDefaultMode() {
+        _ = CFRunLoopRunInMode(kCFRunLoopDefaultMode, Self.forever, false)
+    }
+
+    /// Stops the innermost run of the loop.
+    func stopInnermostRun() { CFRunLoopStop(runLoop) }
+
+    /// The mode the loop runs in now, or nil when it does not run. CF hands back the same name
+    /// object for a mode each time, so the conversion to `String` is cached on its identity.
+    func currentModeName() -> String? {
+        guard let mode = CFRunLoopCopyCurrentMode(runLoop) else { return nil }
+        if let last = lastMode, last.object === mode { return last.name }
+        let name = Self.string(mode)
+        lastMode = (mode, name)
+        return name
+    }
+
+    /// Takes the sources and the observer out of every mode, on the loop thread, before it exits.
+    func tearDown() {
+        CFRunLoopObserverInvalidate(observer)
+        CFRunLoopSourceInvalidate(workSource)
+        CFRunLoopSourceInvalidate(keepAlive)
+    }
+
+    // MARK: - Callouts
+
+    /// Loop thread only. The delegate owns the thread, so it outlives every callout.
+    private final class Callouts {
+        unowned(unsafe) let delegate: any RunLoopEngineDelegate
+
+        init(delegate: any RunLoopEngineDelegate) { self.delegate = delegate }
+
+        static func from(_ info: UnsafeMutableRawPointer?) -> Callouts {
+            Unmanaged<Callouts>.fromOpaque(info!).takeUnretainedValue()
+        }
+
+        func observe(_ activity: CFRunLoopActivity) {
+            switch activity {
+            case .entry: delegate.engineDidEnterRun()
+            case .exit: delegate.engineDidExitRun()
+            case .afterWaiting: delegate.engineDidWake()
+            default: break
+            }
+        }
+    }
+
+    // MARK: - Construction
+
+    private func add(toMode mode: CFString?) {
+        CFRunLoopAddSource(runLoop, keepAlive, mode)
+        CFRunLoopAddSource(runLoop, workSource, mode)
+        CFRunLoopAddObserver(runLoop, observer, mode)
+    }
+
+    private static func makeKeepAlive() -> CFRunLoopSource {
+        var context = CFRunLoopSourceContext1()
+        context.version = 1
+        context.getPort = { _ in -1 }  // CFPORT_NULL: in the mode's port set, never polled
+        return withUnsafeMutablePointer(to: &context) {
+            $0.withMemoryRebound(to: CFRunLoopSourceContext.self, capacity: 1) { CFRunLoopSourceCreate(nil, 0, $0)! }
+        }
+    }
+
+    private static func makeWorkSource(info: UnsafeMutableRawPointer) -> CFRunLoopSource {
+        var context = CFRunLoopSourceContext()
+        context.version = 0
+        context.info = info
+        context.perform = { info in Callouts.from(info).delegate.engineServiceWork() }
+        return CFRunLoopSourceCreate(nil, 0, &context)!
+    }
+
+    // Order `.min`: the thread's own bookkeeping runs before any observer a user adds.
+    private static func makeObserver(activities: CFOptionFlags, info: UnsafeMutableRawPointer) -> CFRunLoopObserver {
+        var context = CFRunLoopObserverContext()
+        context.info = info
+        return CFRunLoopObserverCreate(nil, activities, true, .min, { _, activity, info in
+            Callouts.from(info).observe(activity)
+        }, &context)!
+    }
+
+    static func cfString(_ string: String) -> CFString {
+        CFStringCreateWithCString(nil, string, CFStringBuiltInEncodings.UTF8.rawValue)!
+    }
+
+    static func string(_ cfString: CFString) -> String {
+        let length = CFStringGetLength(cfString)
+        let capacity = CFStringGetMaximumSizeForEncoding(length, CFStringBuiltInEncodings.UTF8.rawValue) + 1
+        return withUnsafeTemporaryAllocation(of: CChar.self, capacity: capacity) { buffer in
+            guard CFStringGetCString(cfString, buffer.baseAddress, capacity, CFStringBuiltInEncodings.UTF8.rawValue)
+            else { return "" }
+            return String(cString: buffer.baseAddress!)
+        }
+    }
+}

@@ -1,0 +1,71 @@
+/// Work awaited by a task: `run(modes:_:)`.
+///
+/// The continuation is resumed exactly once, by whichever comes first: the loop thread running the
+/// work, a stop discarding it, or the task's cancellation before the work started (then the work is
+/// skipped and the task gets `CancellationError` at once).
+final class AsyncWork<T: Sendable>: WaitingWork, @unchecked Sendable {
+    private enum Phase {
+        case created(@Sendable () throws -> T, cancelled: Bool)
+        case queued(CheckedContinuation<T, any Error>, @Sendable () throws -> T)
+        case finished
+    }
+
+    // The closure lives in the phase, so it is released the moment the work is finished, skipped or
+    // discarded, even while the queue still holds this object.
+    private let phase: Locked<Phase>
+
+    init(_ work: @escaping @Sendable () throws -> T) {
+        self.phase = Locked(.created(work, cancelled: false))
+    }
+
+    /// Installs the continuation before the work is queued. Returns false if the task was already
+    /// cancelled; the continuation has then been resumed with `CancellationError`.
+    func install(_ continuation: CheckedContinuation<T, any Error>) -> Bool {
+        let cancelled = phase.withLock { phase -> Bool in
+            guard case .created(let work, let cancelled) = phase else { return true }
+            phase = cancelled ? .finished : .queued(continuation, work)
+            return cancelled
+        }
+        if cancelled { continuation.resume(throwing: CancellationError()) }
+        return !cancelled
+    }
+
+    /// The enqueue failed: report its error.
+    func fail(_ error: LongThreadError) {
+        claim()?.continuation.resume(throwing: error)
+    }
+
+    /// From the task's cancellation handler, any thread.
+    func cancel() {
+        let pending = phase.withLock { phase -> CheckedContinuation<T, any Error>? in
+            switch phase {
+            case .created(let work, _):
+                phase = .created(work, cancelled: true)
+                return nil
+            case .queued(let continuation, _):
+                phase = .finished
+                return continuation
+            case .finished:
+                return nil
+            }
+        }
+        pending?.resume(throwing: CancellationError())
+    }
+
+    func run() {
+        guard let (continuation, work) = claim() else { return }
+        continuation.resume(with: Result { try work() })
+    }
+
+    func discard() {
+        claim()?.continuation.resume(throwing: LongThreadError.discarded)
+    }
+
+    private func claim() -> (continuation: CheckedContinuation<T, any Error>, work: @Sendable () throws -> T)? {
+        phase.withLock { phase in
+            guard case .queued(let continuation, let work) = phase else { return nil }
+            phase = .finished
+            return (continuation, work)
+        }
+    }
+}

@@ -1,0 +1,119 @@
+import Glibc
+
+/// The life of a thread as a value: what a stop does depends on where it finds the thread.
+///
+/// ```
+/// starting ──loopStarted──▶ running ──stopRequested──▶ stopping(drain | discard) ──loopExited──▶ exited
+///     └──────────────startFailed───────────────────────────────────────────────────────────────▶ exited
+/// ```
+/// Work is accepted only while `running`; a stop is sticky (it can come at any time, even before the
+/// loop first ran, and is never lost) and idempotent, and a `.discard` request may cut a drain short.
+/// Separately, the pthread is joined exactly once, or detached when the last handle dies on the thread.
+struct Lifecycle {
+    enum State: Equatable {
+        /// `init` is creating the thread; nobody can post yet.
+        case starting
+        /// The loop runs and accepts work.
+        case running
+        /// A stop has begun: new work is refused; accepted work drains or is discarded.
+        case stopping(LongThread.PendingWork)
+        /// The loop has exited and released its work; the pthread is ending or has ended.
+        case exited
+    }
+
+    enum Join: Equatable {
+        /// No pthread exists (yet, or creation failed).
+        case noThread
+        case joinable(pthread_t)
+        /// One caller is inside `pthread_join`; others wait for it.
+        case joining
+        case joined
+        /// The thread detached itself; nobody may join it.
+        case detached
+    }
+
+    /// What a stop request has to do, decided under the lock, done after it.
+    enum StopAction: Equatable {
+        /// Already stopping the same way or beyond: nothing to do.
+        case none
+        /// Wake the loop so that it drains and exits.
+        case drain
+        /// Take every queued item to discard it, and wake the loop.
+        case discard
+    }
+
+    enum JoinAction: Equatable {
+        case join(pthread_t)
+        case waitForJoiner
+        case done
+    }
+
+    private(set) var state: State = .starting
+    private(set) var join: Join = .noThread
+
+    var acceptsWork: Bool { state == .running }
+
+    var isStopping: Bool {
+        if case .stopping = state { return true }
+        return false
+    }
+
+    var discards: Bool { state == .stopping(.discard) }
+
+    /// Whether a pthread was created (it may have ended since).
+    var hasThread: Bool { join != .noThread }
+
+    mutating func threadCreated(_ thread: pthread_t) {
+        join = .joinable(thread)
+    }
+
+    mutating func loopStarted() {
+        // A stop requested during start-up stays: it is sticky.
+        if state == .starting { state = .running }
+    }
+
+    mutating func startFailed() {
+        state = .exited
+    }
+
+    mutating func stopRequested(_ pending: LongThread.PendingWork) -> StopAction {
+        switch (state, pending) {
+        case (.starting, _), (.running, _):
+            state = .stopping(pending)
+            return pending == .discard ? .discard : .drain
+        case (.stopping(.drain), .discard):
+            state = .stopping(.discard)
+            return .discard
+        case (.stopping, _), (.exited, _):
+            return .none
+        }
+    }
+
+    mutating func loopExited() {
+        state = .exited
+    }
+
+    mutating func claimJoin() -> JoinAction {
+        switch join {
+        case .joinable(let thread):
+            join = .joining
+            return .join(thread)
+        case .joining:
+            return .waitForJoiner
+        case .joined, .detached, .noThread:
+            return .done
+        }
+    }
+
+    mutating func joinFinished() {
+        join = .joined
+    }
+
+    /// The last handle died on the thread itself: nobody is left to join, so the thread detaches.
+    /// Returns whether it must call `pthread_detach`.
+    mutating func detachRequested() -> Bool {
+        guard case .joinable = join else { return false }
+        join = .detached
+        return true
+    }
+}

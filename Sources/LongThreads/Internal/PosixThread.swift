@@ -1,0 +1,78 @@
+import CLongThreadsShims
+import Glibc
+
+/// pthread creation with its result checked, and what a thread sets on itself.
+///
+/// Foundation's `Thread` discards a failed `pthread_create` (the thread silently never runs) and
+/// drops a name set before `start()`; this creates the thread itself and names it from inside.
+enum PosixThread {
+    /// Creates a joinable thread running `body`, or throws `.cannotStart(errno:)`.
+    static func spawn(
+        options: LongThread.Options,
+        body: @escaping @Sendable () -> Void
+    ) throws(LongThreadError) -> pthread_t {
+        var attributes = pthread_attr_t()
+        pthread_attr_init(&attributes)
+        defer { pthread_attr_destroy(&attributes) }
+        if let stackSize = options.stackSize {
+            let rc = pthread_attr_setstacksize(&attributes, stackSize)
+            if rc != 0 { throw .cannotStart(errno: rc) }
+        }
+        switch options.schedulingPolicy {
+        case .fifo(let priority):
+            let rc = CLongThreadsShims_setAttrRealtime(&attributes, 1, priority)
+            if rc != 0 { throw .cannotStart(errno: rc) }
+        case .roundRobin(let priority):
+            let rc = CLongThreadsShims_setAttrRealtime(&attributes, 2, priority)
+            if rc != 0 { throw .cannotStart(errno: rc) }
+        case .inherited, .other, .batch, .idle:
+            break
+        }
+        let context = Unmanaged.passRetained(Body(body)).toOpaque()
+        var thread = pthread_t()
+        let rc = pthread_create(&thread, &attributes, { context in
+            Unmanaged<Body>.fromOpaque(context!).takeRetainedValue().run()
+            return nil
+        }, context)
+        if rc != 0 {
+            Unmanaged<Body>.fromOpaque(context).release()
+            throw .cannotStart(errno: rc)
+        }
+        return thread
+    }
+
+    /// Applies the parts of `policy` a thread can only set on itself. Returns an errno on failure.
+    static func applyToCurrentThread(_ policy: LongThread.SchedulingPolicy) -> Int32? {
+        let rc: Int32
+        switch policy {
+        case .other(let nice): rc = CLongThreadsShims_setCurrentThreadNice(nice)
+        case .batch: rc = CLongThreadsShims_setCurrentThreadBatchOrIdle(0)
+        case .idle: rc = CLongThreadsShims_setCurrentThreadBatchOrIdle(1)
+        case .inherited, .fifo, .roundRobin: rc = 0
+        }
+        return rc == 0 ? nil : rc
+    }
+
+    /// Names the calling thread for the kernel (`/proc/self/task/*/comm`), cut to its 15-byte limit
+    /// on a character boundary (a longer name is otherwise refused with ERANGE and silently lost).
+    static func setCurrentName(_ name: String) {
+        _ = CLongThreadsShims_setCurrentThreadName(kernelName(name))
+    }
+
+    static func kernelName(_ name: String) -> String {
+        var result = ""
+        var bytes = 0
+        for character in name {
+            let size = character.utf8.count
+            if bytes + size > 15 { break }
+            bytes += size
+            result.append(character)
+        }
+        return result
+    }
+
+    private final class Body {
+        let run: @Sendable () -> Void
+        init(_ run: @escaping @Sendable () -> Void) { self.run = run }
+    }
+}

@@ -1,0 +1,74 @@
+import Glibc
+
+/// The stop path: a request any thread can make, the loop's exit, and the wait for the pthread.
+extension ThreadCore {
+    /// Begins a stop (or turns a draining stop into a discarding one). Any thread, never blocks.
+    ///
+    /// The request is a state change plus a signalled source, never a bare `CFRunLoopStop` or
+    /// wake-up: those are lost when the loop is between two runs, a signalled source is not.
+    func requestStop(_ pending: LongThread.PendingWork) {
+        let (engine, dropped) = shared.withLock { state -> (RunLoopEngine?, [QueueEntry]) in
+            switch state.lifecycle.stopRequested(pending) {
+            case .none:
+                return (nil, [])
+            case .drain:
+                return (state.engine, [])
+            case .discard:
+                discardRequested.store(true, ordering: .relaxed)
+                return (state.engine, state.queue.removeAll())
+            }
+        }
+        // Outside the lock: waiters wake up and closures are released here, before stop returns.
+        for entry in dropped { entry.item.discard() }
+        engine?.signal()
+        engine?.wake()
+    }
+
+    /// Loop thread, after the last run: refuse everything, release everything, leave the loop clean.
+    func finishExit(_ engine: RunLoopEngine) {
+        let leftovers = shared.withLock { state -> [QueueEntry] in
+            state.lifecycle.loopExited()
+            state.engine = nil
+            return state.queue.removeAll()
+        }
+        for entry in leftovers { entry.item.discard() }
+        discardBatch()
+        // Remove our sources and observer on this thread, before it exits: CF's thread-exit
+        // finaliser then frees the loop and its descriptors.
+        engine.tearDown()
+    }
+
+    /// Waits until the pthread has ended and been joined; false if `timeout` passed first.
+    /// Not on the thread itself.
+    @discardableResult
+    func waitUntilExit(timeout: Duration?) -> Bool {
+        if !shared.withLock({ $0.lifecycle.hasThread }) { return true }
+        guard exited.wait(timeout: timeout) else { return false }
+        switch shared.withLock({ $0.lifecycle.claimJoin() }) {
+        case .join(let thread):
+            let rc = pthread_join(thread, nil)
+            precondition(rc == 0, "BUG IN LongThreads (please report): pthread_join failed with \(rc)")
+            shared.withLock { $0.lifecycle.joinFinished() }
+            joined.signal()
+        case .waitForJoiner:
+            joined.wait()
+        case .done:
+            break
+        }
+        return true
+    }
+
+    /// The last handle is gone. On another thread: stop, drain and join. On the thread itself
+    /// (the handle died inside a task): request the stop and detach, since nobody is left to join.
+    func handleReleased() {
+        if isCurrent {
+            requestStop(.drain)
+            if shared.withLock({ $0.lifecycle.detachRequested() }) {
+                pthread_detach(pthread_self())
+            }
+        } else {
+            requestStop(.drain)
+            waitUntilExit(timeout: nil)
+        }
+    }
+}

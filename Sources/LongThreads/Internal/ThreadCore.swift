@@ -1,0 +1,125 @@
+import Foundation
+import Glibc
+import Synchronization
+
+/// The state of one LongThread that its pthread runs on: the queue, the lifecycle, the engine.
+///
+/// `LongThread` is the handle users hold; this object is held by the handle and by the pthread, and
+/// holds the handle only weakly, so dropping the last handle stops the thread (`handleReleased`).
+/// The work path is in `ThreadCore+Work.swift`, the stop path in `ThreadCore+Stop.swift`.
+final class ThreadCore: @unchecked Sendable {
+    // MARK: Immutable
+    let name: String?
+    let options: LongThread.Options
+    /// Whether an owner was given: the loop then checks it each time it wakes.
+    let watchesOwner: Bool
+    /// Signalled on the loop thread when its run loop first runs (or when the start failed).
+    let ready = OneShotEvent()
+    /// Signalled by the pthread as its last act, after the loop released everything it held.
+    let exited = OneShotEvent()
+    /// Signalled once `pthread_join` returned, for the callers that did not join themselves.
+    let joined = OneShotEvent()
+
+    // MARK: Written once before the pthread starts (pthread_create orders it before every read)
+    /// The handle, for `LongThread.current`.
+    weak var handle: LongThread?
+    weak var owner: AnyObject?
+
+    // MARK: Guarded by `shared`
+    let shared = Locked(SharedState())
+
+    // MARK: Written under `shared`, read by the loop thread between two items without the lock
+    /// A hint that lets a drain stop at the next item; the lock decides what is discarded.
+    let discardRequested = Atomic<Bool>(false)
+
+    // MARK: Loop thread only
+    var engine: RunLoopEngine?
+    /// Entries taken from the queue, not yet run: ones that may not run in the current mode stay
+    /// here in order, and a run nested inside a task continues this batch before newer work.
+    var batch: [QueueEntry] = []
+    /// The first entry of `batch` not yet taken.
+    var batchHead = 0
+    /// How many drains are on the stack (a task may run the loop nested).
+    var drainDepth = 0
+    /// The eligibility mask of the last mode a drain ran in.
+    var eligibilityCache: (mode: String, mask: ModeTable.Mask)?
+    var announcedReady = false
+    /// errno of a failed start, written before `ready` is signalled.
+    var startError: Int32?
+
+    struct SharedState {
+        var lifecycle = Lifecycle()
+        var queue = WorkQueue()
+        var modes = ModeTable()
+        /// The engine while the loop lives: producers signal and wake it. Nil before the loop ran
+        /// and after it exited (so nothing is ever added to the loop of an exited thread).
+        var engine: RunLoopEngine?
+        /// Items run, published by the loop thread at each refill (it counts without the lock).
+        var tasksRun = 0
+        /// Items the loop thread holds for another mode, published when a drain ends.
+        var batchPending = 0
+    }
+
+    init(name: String?, owner: AnyObject?, options: LongThread.Options) {
+        self.name = name
+        self.options = options
+        self.watchesOwner = owner != nil
+        self.owner = owner
+    }
+
+    // MARK: - Start
+
+    /// Creates the pthread and returns once its run loop runs. Creator's thread.
+    func start() throws(LongThreadError) {
+        let thread = try PosixThread.spawn(options: options) { [self] in threadMain() }
+        shared.withLock { $0.lifecycle.threadCreated(thread) }
+        ready.wait()
+        if let startError {
+            waitUntilExit(timeout: nil)
+            throw .cannotStart(errno: startError)
+        }
+    }
+
+    private func threadMain() {
+        PosixThread.setCurrentName(name ?? "LongThread")
+        if let error = PosixThread.applyToCurrentThread(options.schedulingPolicy) {
+            startError = error
+            shared.withLock { $0.lifecycle.startFailed() }
+            ready.signal()
+            exited.signal()
+            return
+        }
+        pthread_setspecific(Self.currentKey, Unmanaged.passUnretained(self).toOpaque())
+        let engine = RunLoopEngine(delegate: self, observesWakeUps: watchesOwner)
+        self.engine = engine
+        shared.withLock { state in
+            state.engine = engine
+            state.lifecycle.loopStarted()
+        }
+        runUntilStopped(engine)
+        finishExit(engine)
+        self.engine = nil
+        pthread_setspecific(Self.currentKey, nil)
+        exited.signal()
+    }
+
+    // MARK: - Identity
+
+    /// Thread-specific slot holding the core of the LongThread running on the calling thread.
+    static let currentKey: pthread_key_t = {
+        var key = pthread_key_t()
+        let rc = pthread_key_create(&key, nil)
+        precondition(rc == 0, "LongThreads: pthread_key_create failed with \(rc)")
+        return key
+    }()
+
+    /// The core of the LongThread the caller runs on, if any.
+    static var current: ThreadCore? {
+        guard let pointer = pthread_getspecific(currentKey) else { return nil }
+        return Unmanaged<ThreadCore>.fromOpaque(pointer).takeUnretainedValue()
+    }
+
+    var isCurrent: Bool {
+        pthread_getspecific(Self.currentKey) == Unmanaged.passUnretained(self).toOpaque()
+    }
+}

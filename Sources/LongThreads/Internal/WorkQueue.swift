@@ -1,0 +1,55 @@
+/// The queue producers append to, guarded by the thread's lock (`ThreadCore.shared`).
+///
+/// One wake-up per burst: a producer signals the run-loop source and wakes the loop only when it
+/// finds the queue empty and the loop thread not already draining it. While the loop drains, it
+/// looks at the queue again before it sleeps, so producers skip the `CFRunLoopWakeUp` system call
+/// (about 340 ns even when the loop is busy, `../shared/research/foundation-linux.md` §5).
+struct WorkQueue {
+    private(set) var entries: [QueueEntry] = []
+    /// True while the loop thread is draining and will look at `entries` again before it sleeps.
+    private(set) var consumerActive = false
+    /// The most entries waiting at once.
+    private(set) var highWaterMark = 0
+
+    var count: Int { entries.count }
+    var isEmpty: Bool { entries.isEmpty }
+
+    /// Appends `entry`; returns true when the caller must signal the source and wake the loop.
+    @inline(__always)
+    mutating func append(_ entry: QueueEntry) -> Bool {
+        let mustWake = entries.isEmpty && !consumerActive
+        entries.append(entry)
+        if entries.count > highWaterMark { highWaterMark = entries.count }
+        return mustWake
+    }
+
+    /// Loop thread: moves every entry to the end of `batch`. Returns false, and marks the consumer
+    /// inactive (so the next producer wakes the loop), when there was nothing.
+    mutating func moveAll(to batch: inout [QueueEntry]) -> Bool {
+        if entries.isEmpty {
+            consumerActive = false
+            return false
+        }
+        consumerActive = true
+        if batch.isEmpty {
+            // Both arrays keep their storage: in steady state a batch allocates nothing.
+            swap(&entries, &batch)
+        } else {
+            batch.append(contentsOf: entries)
+            entries.removeAll(keepingCapacity: true)
+        }
+        return true
+    }
+
+    /// Loop thread, when a run of the loop begins (possibly nested inside a task): the draining
+    /// that was in progress is suspended, so producers must signal again.
+    mutating func consumerSuspended() {
+        consumerActive = false
+    }
+
+    /// Takes every entry out, for discarding.
+    mutating func removeAll() -> [QueueEntry] {
+        defer { entries = [] }
+        return entries
+    }
+}

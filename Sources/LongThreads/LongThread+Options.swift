@@ -1,0 +1,45 @@
+extension LongThread {
+    /// What happens to work already accepted when a stop begins.
+    public enum PendingWork: Sendable, Equatable {
+        /// Run every accepted item, in order, then exit. Work that may run only in other modes is
+        /// run in those modes before the loop exits.
+        case drain
+        /// Drop every item that has not started: each is released unrun, and each waiter gets
+        /// ``LongThreadError/discarded``. The item running at that moment completes.
+        case discard
+    }
+
+    /// The scheduling a thread gets at creation.
+    public enum SchedulingPolicy: Sendable, Equatable {
+        /// Whatever the creating thread has (on Linux: usually `SCHED_OTHER`, nice 0, like the
+        /// main thread).
+        case inherited
+        /// `SCHED_OTHER` with this nice value (-20...19); lowering it needs privileges.
+        case other(nice: Int32)
+        /// `SCHED_BATCH`: for throughput work that should not preempt interactive threads.
+        case batch
+        /// `SCHED_IDLE`: runs only when nothing else wants the CPU.
+        case idle
+        /// `SCHED_FIFO` at `priority` (1...99). Needs `CAP_SYS_NICE` or an `RLIMIT_RTPRIO`;
+        /// without, `init` throws `cannotStart(errno: EPERM)`.
+        case fifo(priority: Int32)
+        /// `SCHED_RR` at `priority` (1...99); same privileges as `.fifo`.
+        case roundRobin(priority: Int32)
+    }
+
+    /// How a LongThread's pthread is created.
+    public struct Options: Sendable, Equatable {
+        /// The stack size in bytes; nil takes the system default (`RLIMIT_STACK`, often 8 MiB).
+        /// Below `PTHREAD_STACK_MIN` (16 KiB) `init` throws `cannotStart(errno: EINVAL)`, where
+        /// Foundation's `Thread` would silently ignore it.
+        public var stackSize: Int?
+        /// The scheduling policy and priority.
+        public var schedulingPolicy: SchedulingPolicy
+
+        /// Options with the system's defaults, or the given settings.
+        public init(stackSize: Int? = nil, schedulingPolicy: SchedulingPolicy = .inherited) {
+            self.stackSize = stackSize
+            self.schedulingPolicy = schedulingPolicy
+        }
+    }
+}

@@ -1,0 +1,128 @@
+import Foundation
+
+extension LongThread {
+    /// Queues `work` on this thread's run loop, or runs it and waits.
+    ///
+    /// The Swift counterpart of `performSelector:onThread:withObject:waitUntilDone:modes:`.
+    ///
+    /// - Runs on: this thread, in a run-loop pass in one of `modes` (`.common`: any common mode).
+    /// - Order: after all work queued earlier by the same producer, whether by `perform`, `sync`
+    ///   or `run`. Work for a mode the loop is not running waits, in order, for that mode.
+    /// - Called on this thread: with `waitUntilDone`, `work` runs inline at once; otherwise it is
+    ///   queued behind the work already waiting.
+    /// - Blocks: only with `waitUntilDone`, until `work` has returned.
+    /// - After stop: throws ``LongThreadError/stopped`` once a stop has begun. Work accepted before
+    ///   a `.discard` stop is released unrun; a waiting caller gets ``LongThreadError/discarded``.
+    /// - Callable from: any thread, task or actor.
+    ///
+    /// - Throws: ``LongThreadError/stopped``, ``LongThreadError/discarded`` (waiting only),
+    ///   ``LongThreadError/noModes`` for an empty `modes`.
+    public func perform(
+        waitUntilDone: Bool = false,
+        modes: [RunLoop.Mode] = [.default],
+        _ work: @escaping @Sendable () -> Void
+    ) throws(LongThreadError) {
+        if !waitUntilDone {
+            try core.enqueue(.fireAndForget(work), modes: modes)
+            return
+        }
+        if isCurrent {
+            work()
+            return
+        }
+        let request = BlockingWork(work)
+        do {
+            try core.enqueue(.waiting(request), modes: modes)
+        } catch {
+            request.abandon()
+            throw error
+        }
+        do {
+            try request.waitForOutcome()
+        } catch {
+            // The only error of non-throwing work: it was discarded.
+            throw LongThreadError.discarded
+        }
+    }
+
+    /// Runs `work` on this thread and returns its value, like `DispatchQueue.sync`.
+    ///
+    /// - Runs on: this thread, in a run-loop pass in one of `modes`.
+    /// - Order: as ``perform(waitUntilDone:modes:_:)``.
+    /// - Called on this thread: runs `work` inline at once, so a thread never waits on itself.
+    /// - Blocks: until `work` has returned or thrown.
+    /// - After stop: throws ``LongThreadError/stopped``; if a `.discard` stop drops the work, throws
+    ///   ``LongThreadError/discarded``.
+    /// - Callable from: any thread. From a task, prefer ``run(modes:_:)``, which suspends instead
+    ///   of blocking a cooperative thread.
+    ///
+    /// `work` is `sending`: it may capture what the caller owns (it runs while the caller waits),
+    /// but not state isolated to the caller's actor, which would then be touched from this thread.
+    /// - Throws: what `work` throws, or a ``LongThreadError``.
+    public func sync<T>(
+        modes: [RunLoop.Mode] = [.default],
+        _ work: sending () throws -> T
+    ) throws -> T {
+        if isCurrent { return try work() }
+        return try withoutActuallyEscaping(work) { escapable in
+            let request = BlockingWork(escapable)
+            do {
+                try core.enqueue(.waiting(request), modes: modes)
+            } catch {
+                request.abandon()
+                throw error
+            }
+            return try request.waitForOutcome()
+        }
+    }
+
+    /// Runs `work` on this thread and returns its value, suspending the calling task meanwhile.
+    ///
+    /// - Runs on: this thread, in a run-loop pass in one of `modes`.
+    /// - Order: as ``perform(waitUntilDone:modes:_:)``.
+    /// - Called on this thread: runs `work` inline at once.
+    /// - Cancellation: if the task is cancelled before `work` started, `work` is skipped and
+    ///   `CancellationError` is thrown at once; once started, `work` completes.
+    /// - After stop: throws ``LongThreadError/stopped``; if a `.discard` stop drops the work, throws
+    ///   ``LongThreadError/discarded``.
+    /// - Callable from: any task or actor.
+    /// - Throws: what `work` throws, `CancellationError`, or a ``LongThreadError``.
+    public func run<T: Sendable>(
+        modes: [RunLoop.Mode] = [.default],
+        _ work: @escaping @Sendable () throws -> T
+    ) async throws -> T {
+        if isCurrent {
+            try Task.checkCancellation()
+            return try work()
+        }
+        let request = AsyncWork(work)
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                guard request.install(continuation) else { return }
+                do throws(LongThreadError) {
+                    try core.enqueue(.waiting(request), modes: modes)
+                } catch {
+                    request.fail(error)
+                }
+            }
+        } onCancel: {
+            request.cancel()
+        }
+    }
+}
+
+/// Queues `work` on `thread`, or runs it there and waits: the Swift counterpart of
+/// `performSelector:onThread:withObject:waitUntilDone:modes:`.
+///
+/// Same contract as ``LongThread/perform(waitUntilDone:modes:_:)``.
+/// - Throws: ``LongThreadError/stopped`` where Foundation would raise
+///   `NSDestinationInvalidException`; ``LongThreadError/discarded`` when a waited-for item is
+///   dropped by a discarding stop.
+public func perform(
+    onThread thread: LongThread,
+    waitUntilDone: Bool = false,
+    modes: [RunLoop.Mode] = [.default],
+    _ work: @escaping @Sendable () -> Void
+) throws(LongThreadError) {
+    try thread.perform(waitUntilDone: waitUntilDone, modes: modes, work)
+}

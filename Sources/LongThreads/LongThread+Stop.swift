@@ -1,0 +1,40 @@
+extension LongThread {
+    /// Stops the thread: refuses new work, drains or discards what was accepted, ends the loop,
+    /// and (by default) waits until the thread has ended.
+    ///
+    /// - Order: with `.drain`, every item accepted before the stop runs first, in order (items for
+    ///   other modes run in those modes); with `.discard`, the item running now completes and every
+    ///   other is released unrun, its waiter told ``LongThreadError/discarded``.
+    /// - Cut-off: the stop begins when this is called; from then on every post throws
+    ///   ``LongThreadError/stopped``, also from the thread's own tasks while it drains.
+    /// - Blocks: with `waitUntilDone` (the default), until the loop has exited, the pthread has
+    ///   ended and been joined, and the run loop, its sources and every queued closure are released.
+    /// - Called on this thread (from a task): requests the stop and returns at once, whatever
+    ///   `waitUntilDone` says; the thread ends after the current task. A later `stop()` or `deinit`
+    ///   elsewhere joins it.
+    /// - Repeated or concurrent calls: safe from any number of threads at once. A stop is sticky
+    ///   and idempotent; a `.discard` request cuts a draining stop short, a `.drain` request after a
+    ///   discarding one changes nothing. Every call with `waitUntilDone` returns once the thread ended.
+    /// - Callable from: any thread, task, actor or `deinit`.
+    ///
+    /// > Warning: Waiting is only deadlock-free if the thread's current work does not itself wait
+    /// > for the caller (for example a task that calls `sync` on the thread that is stopping this
+    /// > one). Use ``waitUntilExit(timeout:)`` to bound such a wait.
+    public func stop(waitUntilDone: Bool = true, pending: LongThread.PendingWork = .drain) {
+        core.requestStop(pending)
+        if waitUntilDone && !isCurrent {
+            core.waitUntilExit(timeout: nil)
+        }
+    }
+
+    /// Waits until the thread has ended (after a stop, or after its owner died), at most `timeout`.
+    ///
+    /// Returns true once the thread has ended and been joined, false if `timeout` passed first or if
+    /// called on the thread itself (which cannot wait for its own end). Does not request a stop.
+    /// - Callable from: any thread.
+    @discardableResult
+    public func waitUntilExit(timeout: Duration? = nil) -> Bool {
+        if isCurrent { return false }
+        return core.waitUntilExit(timeout: timeout)
+    }
+}

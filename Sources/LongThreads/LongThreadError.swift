@@ -1,0 +1,27 @@
+/// Why a LongThread refused or dropped work, or could not start.
+public enum LongThreadError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The thread has begun stopping (or has stopped): it accepts no more work.
+    ///
+    /// Where Foundation raises `NSDestinationInvalidException` for a perform on a dead thread,
+    /// LongThread refuses at the call site.
+    case stopped
+    /// The work was accepted, then dropped unrun by `stop(pending: .discard)`.
+    case discarded
+    /// `pthread_create` (or a setting the thread applies to itself) failed with `errno`; no thread
+    /// runs. Foundation's `Thread` would instead never run, without a word.
+    case cannotStart(errno: Int32)
+    /// Work was posted with an empty list of run-loop modes, so it could never run.
+    case noModes
+    /// Work was posted in more distinct custom modes than one thread supports.
+    case tooManyModes(limit: Int)
+
+    public var description: String {
+        switch self {
+        case .stopped: "LongThread: the thread is stopping or stopped and accepts no work"
+        case .discarded: "LongThread: the work was discarded unrun by stop(pending: .discard)"
+        case .cannotStart(let errno): "LongThread: the thread could not start (errno \(errno))"
+        case .noModes: "LongThread: work posted with no run-loop modes could never run"
+        case .tooManyModes(let limit): "LongThread: more than \(limit) custom run-loop modes on one thread"
+        }
+    }
+}

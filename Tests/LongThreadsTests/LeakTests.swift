@@ -1,0 +1,58 @@
+import Foundation
+import LongThreads
+import Testing
+
+/// Process-wide counts are taken in a child process (an exit test), where no other test runs.
+@Suite("Nothing leaks")
+struct LeakTests {
+    @Test("1,000 start/stop cycles leave the same threads and file descriptors")
+    func startStopCycles() async {
+        await #expect(processExitsWith: .success) {
+            func census() -> (threads: Int, fds: Int) { (ProcessCensus.threadCount, ProcessCensus.descriptorCount) }
+            // Warm up: Foundation and CF create their process-wide state once.
+            for _ in 0..<5 { try! LongThread(name: "lt-warm").stop() }
+            let before = census()
+            for cycle in 0..<1000 {
+                let thread = try! LongThread(name: "lt-cycle")
+                try! thread.perform { _ = cycle }
+                if cycle.isMultiple(of: 3) { _ = try! thread.sync { cycle } }
+                thread.stop(pending: cycle.isMultiple(of: 2) ? .drain : .discard)
+            }
+            let after = census()
+            if before != after {
+                FileHandle.standardError.write("before \(before), after \(after)\n".data(using: .utf8)!)
+                exit(1)
+            }
+        }
+    }
+
+    @Test("closures captured by pending work are released after stop, draining or discarding")
+    func pendingClosuresReleased() throws {
+        for pending in [LongThread.PendingWork.drain, .discard] {
+            let thread = try LongThread(name: "lt-release")
+            let gate = Latch()
+            try thread.perform { gate.wait() }
+            weak var weakTracked: Tracked?
+            do {
+                let tracked = Tracked()
+                weakTracked = tracked
+                try thread.perform { _ = tracked.id }
+                try thread.perform(modes: [RunLoop.Mode("never-run")]) { _ = tracked.id }
+            }
+            #expect(weakTracked != nil)
+            thread.stop(waitUntilDone: false, pending: pending)
+            gate.countDown()
+            thread.stop()
+            #expect(weakTracked == nil, "pending: \(pending)")
+        }
+    }
+
+    @Test("the thread's run loop is released when stop returns")
+    func runLoopReleased() throws {
+        let thread = try LongThread(name: "lt-loop-release")
+        weak let weakLoop: RunLoop? = try thread.sync { RunLoop.current }
+        #expect(weakLoop != nil)
+        thread.stop()
+        #expect(weakLoop == nil)
+    }
+}

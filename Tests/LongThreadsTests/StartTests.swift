@@ -1,0 +1,82 @@
+import CLongThreadsShims
+import CoreFoundation
+import Foundation
+import LongThreads
+import Testing
+
+@Suite("Starting a thread")
+struct StartTests {
+    @Test("init names the pthread for the kernel, cut to 15 bytes, and keeps the whole name")
+    func kernelName() throws {
+        let thread = try LongThread(name: "com.taobao.weex.bridge")
+        defer { thread.stop() }
+        let tid = try thread.kernelThreadID()
+        #expect(ProcessCensus.name(ofThread: tid) == "com.taobao.weex")
+        #expect(thread.name == "com.taobao.weex.bridge")
+    }
+
+    @Test("a name is cut on a character boundary, never inside a UTF-8 sequence")
+    func kernelNameUTF8() throws {
+        let thread = try LongThread(name: "线程线程线程") // 3 bytes each: 15 bytes hold 5
+        defer { thread.stop() }
+        #expect(ProcessCensus.name(ofThread: try thread.kernelThreadID()) == "线程线程线")
+    }
+
+    @Test("an unnamed thread is called LongThread by the kernel")
+    func unnamed() throws {
+        let thread = try LongThread()
+        defer { thread.stop() }
+        #expect(thread.name == nil)
+        #expect(ProcessCensus.name(ofThread: try thread.kernelThreadID()) == "LongThread")
+    }
+
+    @Test("init returns with the thread's run loop running, in the default mode")
+    func loopRunsWhenInitReturns() throws {
+        let thread = try LongThread(name: "lt-start-loop")
+        defer { thread.stop() }
+        let mode = try thread.sync { RunLoop.current.currentMode }
+        #expect(mode == .default)
+        let isMain = try thread.sync { Thread.isMainThread }
+        #expect(!isMain)
+    }
+
+    @Test("a stack below PTHREAD_STACK_MIN throws cannotStart(EINVAL) instead of a thread that never runs")
+    func cannotStart() {
+        #expect(throws: LongThreadError.cannotStart(errno: EINVAL)) {
+            try LongThread(name: "lt-tiny-stack", options: .init(stackSize: 1000))
+        }
+    }
+
+    @Test("the requested stack size is the thread's stack size")
+    func stackSize() throws {
+        let thread = try LongThread(name: "lt-stack", options: .init(stackSize: 256 * 1024))
+        defer { thread.stop() }
+        let size = try thread.sync { CLongThreadsShims_currentStackSize() }
+        #expect(size == 256 * 1024)
+    }
+
+    @Test("a nice value applies to the thread only")
+    func niceValue() throws {
+        let thread = try LongThread(name: "lt-nice", options: .init(schedulingPolicy: .other(nice: 5)))
+        defer { thread.stop() }
+        let tid = try thread.kernelThreadID()
+        let threadNice = getpriority(__priority_which_t(PRIO_PROCESS.rawValue), id_t(tid))
+        let callerNice = getpriority(__priority_which_t(PRIO_PROCESS.rawValue), id_t(ProcessCensus.currentThreadID))
+        #expect(threadNice == callerNice + 5 || threadNice == 19)
+    }
+
+    @Test("an idle thread sleeps: no wake-ups while nothing is posted")
+    func idleThreadDoesNotPoll() throws {
+        let thread = try LongThread(name: "lt-idle")
+        defer { thread.stop() }
+        let tid = try thread.kernelThreadID()
+        // Let the thread go back to sleep after the sync above, then watch it for a while. This
+        // sleep measures an absence (no wake-ups), it does not wait for an event.
+        #expect(waitUntil { (try? String(contentsOfFile: "/proc/self/task/\(tid)/stat", encoding: .utf8))?
+            .split(separator: " ")[2] == "S" })
+        let before = try #require(ProcessCensus.voluntarySwitches(ofThread: tid))
+        usleep(300_000)
+        let after = try #require(ProcessCensus.voluntarySwitches(ofThread: tid))
+        #expect(after == before)
+    }
+}

@@ -1,0 +1,156 @@
+import Foundation
+import LongThreads
+import Testing
+
+@Suite("Stopping a thread")
+struct StopTests {
+    @Test("stop returns once the thread has ended")
+    func stopWaitsForTheEnd() throws {
+        let thread = try LongThread(name: "lt-stop-end")
+        let tid = try thread.kernelThreadID()
+        thread.stop()
+        #expect(!ProcessCensus.threadExists(tid))
+        #expect(!thread.isRunning)
+        #expect(thread.waitUntilExit(timeout: .zero))
+    }
+
+    @Test("work accepted before stop(pending: .drain) runs, in order, before the loop exits")
+    func drain() throws {
+        let thread = try LongThread(name: "lt-drain")
+        let gate = Latch()
+        let log = Recorder<Int>()
+        try thread.perform { gate.wait() }
+        for index in 0..<1000 { try thread.perform { log.record(index) } }
+        let stopper = Thread { thread.stop(pending: .drain) }
+        stopper.start()
+        #expect(waitUntil { !thread.isRunning })
+        #expect(throws: LongThreadError.stopped) { try thread.perform {} }
+        gate.countDown()
+        #expect(thread.waitUntilExit(timeout: .seconds(10)))
+        #expect(log.events == Array(0..<1000))
+    }
+
+    @Test("stop(pending: .discard) drops queued work, tells every waiter, and releases the closures")
+    func discard() async throws {
+        let thread = try LongThread(name: "lt-discard")
+        let gate = Latch()
+        let started = Latch()
+        try thread.perform { started.countDown(); gate.wait() }
+        #expect(started.wait())
+        weak var weakTracked: Tracked?
+        let ran = Counter()
+        do {
+            let tracked = Tracked()
+            weakTracked = tracked
+            for _ in 0..<100 { try thread.perform { _ = tracked; ran.increment() } }
+        }
+        let waiterResults = Recorder<String>()
+        let waitersQueued = Latch(count: 2)
+        let syncWaiter = Thread {
+            waitersQueued.countDown()
+            do { try thread.sync { ran.increment() }; waiterResults.record("ran") } catch {
+                waiterResults.record("\(error)")
+            }
+        }
+        syncWaiter.start()
+        let asyncWaiter = Task {
+            waitersQueued.countDown()
+            do { try await thread.run { ran.increment() }; waiterResults.record("ran") } catch {
+                waiterResults.record("\(error)")
+            }
+        }
+        #expect(await waitersQueued.value())
+        // The waiters have started; wait until both items are queued behind the gate.
+        #expect(await eventually { thread.statistics.pending == 102 })
+        let stopper = Thread { thread.stop(waitUntilDone: true, pending: .discard) }
+        stopper.start()
+        #expect(await eventually { waiterResults.count == 2 })
+        #expect(weakTracked == nil)
+        gate.countDown()
+        #expect(thread.waitUntilExit(timeout: .seconds(10)))
+        _ = await asyncWaiter.value
+        #expect(ran.value == 0)
+        let discarded = "\(LongThreadError.discarded)"
+        #expect(waiterResults.events == [discarded, discarded])
+    }
+
+    @Test("a discard request cuts a draining stop short")
+    func discardAfterDrain() throws {
+        let thread = try LongThread(name: "lt-drain-discard")
+        let gate = Latch()
+        let ran = Counter()
+        try thread.perform { gate.wait() }
+        for _ in 0..<100 { try thread.perform { ran.increment() } }
+        thread.stop(waitUntilDone: false, pending: .drain)
+        thread.stop(waitUntilDone: false, pending: .discard)
+        gate.countDown()
+        thread.stop()
+        #expect(ran.value == 0)
+    }
+
+    @Test("stop is idempotent and safe from many threads at once; every caller returns after the end")
+    func concurrentStops() throws {
+        for round in 0..<20 {
+            let thread = try LongThread(name: "lt-multistop")
+            let tid = try thread.kernelThreadID()
+            try thread.perform { usleep(UInt32(round % 3) * 1000) }
+            let ended = Recorder<Bool>()
+            let done = Latch(count: 4)
+            for index in 0..<4 {
+                Thread {
+                    thread.stop(pending: index.isMultiple(of: 2) ? .drain : .discard)
+                    ended.record(!ProcessCensus.threadExists(tid))
+                    done.countDown()
+                }.start()
+            }
+            #expect(done.wait())
+            #expect(ended.events == [true, true, true, true])
+        }
+    }
+
+    @Test("a stop right after init is never lost")
+    func stopRightAfterStart() throws {
+        for _ in 0..<200 {
+            let thread = try LongThread(name: "lt-quickstop")
+            thread.stop()
+            #expect(!thread.isRunning)
+        }
+    }
+
+    @Test("stop from inside a task requests the stop and returns; the thread ends after that task")
+    func stopFromInside() throws {
+        let thread = try LongThread(name: "lt-inside")
+        let tid = try thread.kernelThreadID()
+        let log = Recorder<String>()
+        try thread.perform { log.record("before") }
+        try thread.sync {
+            thread.stop()
+            log.record("stop returned")
+            #expect(!thread.isRunning)
+            #expect(throws: LongThreadError.stopped) { try thread.perform {} }
+        }
+        #expect(thread.waitUntilExit(timeout: .seconds(10)))
+        #expect(!ProcessCensus.threadExists(tid))
+        #expect(log.events == ["before", "stop returned"])
+    }
+
+    @Test("waitUntilExit with a timeout returns false while the thread still runs")
+    func waitWithTimeout() throws {
+        let thread = try LongThread(name: "lt-timeout")
+        defer { thread.stop() }
+        #expect(!thread.waitUntilExit(timeout: .milliseconds(20)))
+        #expect(try thread.sync { thread.waitUntilExit(timeout: .seconds(1)) } == false)
+    }
+
+    @Test("a draining stop runs work waiting for another mode in that mode")
+    func drainRunsOtherModes() throws {
+        let thread = try LongThread(name: "lt-drain-modes")
+        let tracking = RunLoop.Mode("tracking")
+        let log = Recorder<String>()
+        try thread.perform(modes: [tracking]) { log.record("tracking: \(RunLoop.current.currentMode?.rawValue ?? "none")") }
+        try thread.perform { log.record("default") }
+        try thread.sync {}
+        thread.stop(pending: .drain)
+        #expect(log.events == ["default", "tracking: tracking"])
+    }
+}

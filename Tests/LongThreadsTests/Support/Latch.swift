@@ -1,0 +1,70 @@
+import Foundation
+
+/// A count-down latch: `wait(timeout:)` returns true once `countDown()` was called `count` times.
+/// Every wait in the tests is bounded; a timeout is a failure the test reports.
+final class Latch: @unchecked Sendable {
+    private let condition = NSCondition()
+    // Guarded by `condition`.
+    private var remaining: Int
+
+    init(count: Int = 1) {
+        remaining = count
+    }
+
+    func countDown() {
+        condition.lock()
+        remaining -= 1
+        if remaining <= 0 { condition.broadcast() }
+        condition.unlock()
+    }
+
+    var isOpen: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return remaining <= 0
+    }
+
+    @discardableResult
+    func wait(timeout: Duration = .seconds(10)) -> Bool {
+        let deadline = Date().addingTimeInterval(Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18)
+        condition.lock()
+        defer { condition.unlock() }
+        while remaining > 0 {
+            if !condition.wait(until: deadline) { return remaining <= 0 }
+        }
+        return true
+    }
+}
+
+/// Waits until `condition` holds, checking it every millisecond, for at most `timeout`.
+/// For states with no event to wait on (a thread leaving `/proc/self/task`); returns false on timeout.
+func waitUntil(timeout: Duration = .seconds(10), _ condition: () -> Bool) -> Bool {
+    let clock = ContinuousClock()
+    let deadline = clock.now.advanced(by: timeout)
+    while !condition() {
+        if clock.now >= deadline { return false }
+        usleep(1000)
+    }
+    return true
+}
+
+extension Latch {
+    /// Waits from async code without blocking a cooperative thread (the pool has one thread per
+    /// core, and a blocked pool starves the very task a test waits for).
+    func value(timeout: Duration = .seconds(10)) async -> Bool {
+        await withCheckedContinuation { continuation in
+            Thread { continuation.resume(returning: self.wait(timeout: timeout)) }.start()
+        }
+    }
+}
+
+/// `waitUntil` for async tests: checks every millisecond without blocking a cooperative thread.
+func eventually(timeout: Duration = .seconds(10), _ condition: () -> Bool) async -> Bool {
+    let clock = ContinuousClock()
+    let deadline = clock.now.advanced(by: timeout)
+    while !condition() {
+        if clock.now >= deadline { return false }
+        try? await Task.sleep(for: .milliseconds(1))
+    }
+    return true
+}

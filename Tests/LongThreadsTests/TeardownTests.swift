@@ -1,0 +1,66 @@
+import Foundation
+import LongThreads
+import Testing
+
+@Suite("Teardown: the last reference and the owner")
+struct TeardownTests {
+    @Test("dropping the last reference stops the thread, drains it, and waits for its end")
+    func lastReferenceOnAnotherThread() throws {
+        var thread: LongThread? = try LongThread(name: "lt-drop")
+        let tid = try thread!.kernelThreadID()
+        let ran = Counter()
+        let gate = Latch()
+        try thread!.perform { gate.wait() }
+        for _ in 0..<50 { try thread!.perform { ran.increment() } }
+        gate.countDown()
+        thread = nil
+        #expect(ran.value == 50)
+        #expect(!ProcessCensus.threadExists(tid))
+    }
+
+    @Test("the last reference dropped by a task on the thread itself: no wait, and the thread still ends")
+    func lastReferenceOnTheThread() throws {
+        let holder = Holder()
+        holder.thread = try LongThread(name: "lt-self-drop")
+        let tid = try holder.thread!.kernelThreadID()
+        let deinitReturned = Latch()
+        let handleGone = Recorder<Bool>()
+        try holder.thread!.perform { [holder] in
+            holder.thread = nil // the last strong reference: deinit runs here, on the thread
+            handleGone.record(LongThread.current == nil)
+            deinitReturned.countDown()
+        }
+        #expect(deinitReturned.wait())
+        #expect(waitUntil { !ProcessCensus.threadExists(tid) })
+        #expect(handleGone.events == [true])
+    }
+
+    @Test("a thread whose owner is gone exits the next time its loop wakes")
+    func ownerDeallocated() throws {
+        var owner: Tracked? = Tracked()
+        let thread = try LongThread(name: "lt-owner", owner: owner)
+        try thread.sync {}
+        owner = nil
+        #expect(thread.isRunning) // nothing woke the loop yet
+        try thread.perform {} // wakes it: the owner check ends the loop after this item
+        #expect(thread.waitUntilExit(timeout: .seconds(10)))
+        #expect(!thread.isRunning)
+        #expect(throws: LongThreadError.stopped) { try thread.perform {} }
+    }
+
+    @Test("an owner that holds its thread ends it promptly when it goes")
+    func ownerHoldsThread() throws {
+        final class Owner {
+            var thread: LongThread?
+        }
+        var owner: Owner? = Owner()
+        owner!.thread = try LongThread(name: "lt-owner-holds", owner: owner)
+        let tid = try owner!.thread!.kernelThreadID()
+        owner = nil
+        #expect(!ProcessCensus.threadExists(tid))
+    }
+}
+
+final class Holder: @unchecked Sendable {
+    var thread: LongThread?
+}

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The test command of README.md: the suite, then the suite under ThreadSanitizer and under
+# AddressSanitizer (LeakSanitizer included), then the demo built in release mode (closures from
+# top-level @MainActor code must run on a LongThread without tripping isolation checks there too).
+# XCTest's own runner is disabled: there are no XCTests, and LeakSanitizer reports its leaks.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+echo "== swift test"
+swift test --disable-xctest
+echo "== swift test --sanitize=thread"
+swift test --disable-xctest --sanitize=thread --scratch-path .build-tsan
+echo "== swift test --sanitize=address"
+swift test --disable-xctest --sanitize=address --scratch-path .build-asan
+echo "== longthread-demo, release build"
+swift run -c release longthread-demo > /dev/null
+echo "demo: ok"
