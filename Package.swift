@@ -7,32 +7,74 @@ let package = Package(
     name: "LongThread",
     products: [
         .library(name: "LongThreads", targets: ["LongThreads"]),
+        .library(name: "LongThreadsServiceLifecycle", targets: ["LongThreadsServiceLifecycle"]),
+        .library(name: "LongThreadsLogging", targets: ["LongThreadsLogging"]),
+        .library(name: "LongThreadsMetrics", targets: ["LongThreadsMetrics"]),
         .executable(name: "longthread-demo", targets: ["LongThreadDemo"]),
+        .executable(name: "longthread-daemon", targets: ["LongThreadDaemon"]),
+        .executable(name: "longthread-stress", targets: ["LongThreadStress"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.6.0"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.5.0"),
     ],
     targets: [
         // MARK: - Core
+        .target(name: "CLongThreadsShims", path: "Sources/CLongThreadsShims"),
+        .target(name: "LongThreads", dependencies: ["CLongThreadsShims"], path: "Sources/LongThreads"),
+
+        // MARK: - Integrations
         .target(
-            name: "CLongThreadsShims",
-            path: "Sources/CLongThreadsShims"
+            name: "LongThreadsServiceLifecycle",
+            dependencies: ["LongThreads", .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")],
+            path: "Sources/LongThreadsServiceLifecycle"
         ),
         .target(
-            name: "LongThreads",
-            dependencies: ["CLongThreadsShims"],
-            path: "Sources/LongThreads"
+            name: "LongThreadsLogging",
+            dependencies: ["LongThreads", .product(name: "Logging", package: "swift-log")],
+            path: "Sources/LongThreadsLogging"
+        ),
+        .target(
+            name: "LongThreadsMetrics",
+            dependencies: ["LongThreads", .product(name: "Metrics", package: "swift-metrics")],
+            path: "Sources/LongThreadsMetrics"
         ),
 
         // MARK: - Examples
+        .target(name: "AFNetworkingExample", dependencies: ["LongThreads"], path: "Examples/AFNetworking"),
+        .target(name: "WeexExample", dependencies: ["LongThreads"], path: "Examples/Weex"),
+        .systemLibrary(name: "CLibBSD", path: "Sources/CLibBSD", providers: [.apt(["libbsd-dev"])]),
+        .target(name: "DaemonExample", dependencies: ["LongThreads", "CLibBSD"], path: "Examples/Daemon/Sources"),
+
+        // MARK: - Executables
         .executableTarget(
             name: "LongThreadDemo",
-            dependencies: ["LongThreads"],
+            dependencies: ["LongThreads", "AFNetworkingExample", "WeexExample"],
             path: "Examples/Demo"
         ),
+        .executableTarget(name: "LongThreadDaemon", dependencies: ["DaemonExample"], path: "Examples/Daemon/Main"),
+        .executableTarget(name: "LongThreadStress", dependencies: ["LongThreads", "CLongThreadsShims"], path: "Sources/LongThreadStress"),
 
         // MARK: - Tests
         .testTarget(
             name: "LongThreadsTests",
             dependencies: ["LongThreads", "CLongThreadsShims"],
             path: "Tests/LongThreadsTests"
+        ),
+        .testTarget(
+            name: "LongThreadsIntegrationTests",
+            dependencies: [
+                "LongThreadsServiceLifecycle", "LongThreadsLogging", "LongThreadsMetrics",
+                .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
+            ],
+            path: "Tests/LongThreadsIntegrationTests"
+        ),
+        .testTarget(
+            name: "ExamplesTests",
+            dependencies: ["AFNetworkingExample", "WeexExample", "DaemonExample"],
+            path: "Tests/ExamplesTests"
         ),
     ],
     swiftLanguageModes: [.v6]

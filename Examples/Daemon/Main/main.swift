@@ -1,0 +1,1 @@
+print("longthread-daemon: work in progress")

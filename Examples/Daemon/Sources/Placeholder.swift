@@ -1,0 +1,1 @@
+// WORK IN PROGRESS: replaced before landing.

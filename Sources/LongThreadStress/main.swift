@@ -1,0 +1,1 @@
+print("longthread-stress: work in progress")
