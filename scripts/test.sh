@@ -11,7 +11,8 @@ swift test --disable-xctest
 echo "== swift test --sanitize=thread"
 swift test --disable-xctest --sanitize=thread --scratch-path .build-tsan
 echo "== swift test --sanitize=address"
-swift test --disable-xctest --sanitize=address --scratch-path .build-asan
+LSAN_OPTIONS="suppressions=$PWD/scripts/lsan-suppressions.txt:print_suppressions=0" \
+    swift test --disable-xctest --sanitize=address --scratch-path .build-asan
 echo "== longthread-demo, release build"
 swift run -c release longthread-demo > /dev/null
 echo "demo: ok"

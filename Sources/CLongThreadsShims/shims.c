@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <linux/futex.h>
 #include <sched.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -113,4 +114,69 @@ bool CLongThreadsShims_eventWait(CLongThreadsShims_Event *event, int64_t timeout
         syscall(SYS_futex, &event->state, FUTEX_WAIT_PRIVATE, SLEEPERS, tsp, NULL, 0);
         if (__atomic_load_n(&event->state, __ATOMIC_ACQUIRE) == SET) return true;
     }
+}
+
+// MARK: - epoll
+
+int CLongThreadsShims_epollCreate(void) {
+    int fd = epoll_create1(EPOLL_CLOEXEC);
+    return fd < 0 ? -errno : fd;
+}
+
+// One-shot, re-armed after each callback. CF waits on `epfd` edge-triggered; a level-triggered
+// inner entry that stays ready after a partial read never wakes it again (the entry stays on the
+// inner ready list, so nothing new is queued). Re-arming a one-shot entry that is still ready
+// queues it afresh and wakes CF: level-triggered behaviour for the handler, one pass at a time.
+static struct epoll_event makeEvent(int fd, unsigned int events) {
+    struct epoll_event event = { .events = EPOLLONESHOT, .data = { .fd = fd } };
+    if (events & 1) event.events |= EPOLLIN | EPOLLRDHUP;
+    if (events & 2) event.events |= EPOLLOUT;
+    return event;
+}
+
+int CLongThreadsShims_epollAdd(int epfd, int fd, unsigned int events) {
+    struct epoll_event event = makeEvent(fd, events);
+    return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &event) == 0 ? 0 : errno;
+}
+
+void CLongThreadsShims_epollRearm(int epfd, int fd, unsigned int events) {
+    struct epoll_event event = makeEvent(fd, events);
+    (void)epoll_ctl(epfd, EPOLL_CTL_MOD, fd, &event);
+}
+
+unsigned int CLongThreadsShims_epollPoll(int epfd) {
+    struct epoll_event event;
+    if (epoll_wait(epfd, &event, 1, 0) != 1) return 0;
+    unsigned int result = 0;
+    if (event.events & (EPOLLIN | EPOLLRDHUP)) result |= 1;
+    if (event.events & EPOLLOUT) result |= 2;
+    if (event.events & EPOLLHUP) result |= 4;
+    if (event.events & EPOLLERR) result |= 8;
+    return result;
+}
+
+// MARK: - Doorbell
+
+uint32_t CLongThreadsShims_doorbellValue(CLongThreadsShims_Doorbell *bell) {
+    return __atomic_load_n(&bell->value, __ATOMIC_ACQUIRE);
+}
+
+void CLongThreadsShims_doorbellRing(CLongThreadsShims_Doorbell *bell) {
+    __atomic_add_fetch(&bell->value, 1, __ATOMIC_ACQ_REL);
+    syscall(SYS_futex, &bell->value, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
+void CLongThreadsShims_doorbellWait(CLongThreadsShims_Doorbell *bell, uint32_t seen, int64_t timeoutNanoseconds) {
+    struct timespec ts, *tsp = NULL;
+    if (timeoutNanoseconds >= 0) {
+        ts.tv_sec = timeoutNanoseconds / 1000000000;
+        ts.tv_nsec = timeoutNanoseconds % 1000000000;
+        tsp = &ts;
+    }
+    if (__atomic_load_n(&bell->value, __ATOMIC_ACQUIRE) != seen) return;
+    syscall(SYS_futex, &bell->value, FUTEX_WAIT_PRIVATE, seen, tsp, NULL, 0);
+}
+
+uint64_t CLongThreadsShims_monotonicNanoseconds(void) {
+    return (uint64_t)nowNanoseconds();
 }

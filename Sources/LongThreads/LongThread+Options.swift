@@ -27,19 +27,26 @@ extension LongThread {
         case roundRobin(priority: Int32)
     }
 
-    /// How a LongThread's pthread is created.
-    public struct Options: Sendable, Equatable {
+    /// How a LongThread's pthread is created and observed.
+    public struct Options: Sendable {
         /// The stack size in bytes; nil takes the system default (`RLIMIT_STACK`, often 8 MiB).
         /// Below `PTHREAD_STACK_MIN` (16 KiB) `init` throws `cannotStart(errno: EINVAL)`, where
         /// Foundation's `Thread` would silently ignore it.
         public var stackSize: Int?
         /// The scheduling policy and priority.
         public var schedulingPolicy: SchedulingPolicy
+        /// Receives the thread's lifecycle, drain and stall events (logs, metrics); nil costs nothing.
+        public var instrument: (any LongThreadInstrument)?
 
         /// Options with the system's defaults, or the given settings.
-        public init(stackSize: Int? = nil, schedulingPolicy: SchedulingPolicy = .inherited) {
+        public init(
+            stackSize: Int? = nil,
+            schedulingPolicy: SchedulingPolicy = .inherited,
+            instrument: (any LongThreadInstrument)? = nil
+        ) {
             self.stackSize = stackSize
             self.schedulingPolicy = schedulingPolicy
+            self.instrument = instrument
         }
     }
 }

@@ -15,22 +15,24 @@ extension LongThread {
     ///   a `.discard` stop is released unrun; a waiting caller gets ``LongThreadError/discarded``.
     /// - Callable from: any thread, task or actor.
     ///
+    /// - Parameter label: Names the work in stall reports (``StallMonitor``).
     /// - Throws: ``LongThreadError/stopped``, ``LongThreadError/discarded`` (waiting only),
     ///   ``LongThreadError/noModes`` for an empty `modes`.
     public func perform(
         waitUntilDone: Bool = false,
         modes: [RunLoop.Mode] = [.default],
+        label: String? = nil,
         _ work: @escaping @Sendable () -> Void
     ) throws(LongThreadError) {
         if !waitUntilDone {
-            try core.enqueue(.fireAndForget(work), modes: modes)
+            try core.enqueue(.make(work, label: label), modes: modes)
             return
         }
         if isCurrent {
             work()
             return
         }
-        let request = BlockingWork(work)
+        let request = BlockingWork(work, label: label)
         do {
             try core.enqueue(.waiting(request), modes: modes)
         } catch {
@@ -61,11 +63,12 @@ extension LongThread {
     /// - Throws: what `work` throws, or a ``LongThreadError``.
     public func sync<T>(
         modes: [RunLoop.Mode] = [.default],
+        label: String? = nil,
         _ work: sending () throws -> T
     ) throws -> T {
         if isCurrent { return try work() }
         return try withoutActuallyEscaping(work) { escapable in
-            let request = BlockingWork(escapable)
+            let request = BlockingWork(escapable, label: label)
             do {
                 try core.enqueue(.waiting(request), modes: modes)
             } catch {
@@ -89,13 +92,14 @@ extension LongThread {
     /// - Throws: what `work` throws, `CancellationError`, or a ``LongThreadError``.
     public func run<T: Sendable>(
         modes: [RunLoop.Mode] = [.default],
+        label: String? = nil,
         _ work: @escaping @Sendable () throws -> T
     ) async throws -> T {
         if isCurrent {
             try Task.checkCancellation()
             return try work()
         }
-        let request = AsyncWork(work)
+        let request = AsyncWork(work, label: label)
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 guard request.install(continuation) else { return }
@@ -122,7 +126,8 @@ public func perform(
     onThread thread: LongThread,
     waitUntilDone: Bool = false,
     modes: [RunLoop.Mode] = [.default],
+    label: String? = nil,
     _ work: @escaping @Sendable () -> Void
 ) throws(LongThreadError) {
-    try thread.perform(waitUntilDone: waitUntilDone, modes: modes, work)
+    try thread.perform(waitUntilDone: waitUntilDone, modes: modes, label: label, work)
 }

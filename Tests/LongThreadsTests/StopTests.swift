@@ -8,8 +8,10 @@ struct StopTests {
     func stopWaitsForTheEnd() throws {
         let thread = try LongThread(name: "lt-stop-end")
         let tid = try thread.kernelThreadID()
+        weak let loop = try thread.sync { RunLoop.current }
         thread.stop()
-        #expect(!ProcessCensus.threadExists(tid))
+        #expect(loop == nil) // released by the thread's exit, which stop waited for
+        #expect(ProcessCensus.threadGone(tid))
         #expect(!thread.isRunning)
         #expect(thread.waitUntilExit(timeout: .zero))
     }
@@ -93,18 +95,21 @@ struct StopTests {
         for round in 0..<20 {
             let thread = try LongThread(name: "lt-multistop")
             let tid = try thread.kernelThreadID()
+            let loop = WeakBox(try thread.sync { RunLoop.current })
             try thread.perform { usleep(UInt32(round % 3) * 1000) }
             let ended = Recorder<Bool>()
             let done = Latch(count: 4)
             for index in 0..<4 {
                 Thread {
                     thread.stop(pending: index.isMultiple(of: 2) ? .drain : .discard)
-                    ended.record(!ProcessCensus.threadExists(tid))
+                    // The thread's exit released its loop before any stop returned.
+                    ended.record(loop.value == nil && !thread.isRunning)
                     done.countDown()
                 }.start()
             }
             #expect(done.wait())
             #expect(ended.events == [true, true, true, true])
+            #expect(ProcessCensus.threadGone(tid))
         }
     }
 
@@ -130,7 +135,7 @@ struct StopTests {
             #expect(throws: LongThreadError.stopped) { try thread.perform {} }
         }
         #expect(thread.waitUntilExit(timeout: .seconds(10)))
-        #expect(!ProcessCensus.threadExists(tid))
+        #expect(ProcessCensus.threadGone(tid))
         #expect(log.events == ["before", "stop returned"])
     }
 

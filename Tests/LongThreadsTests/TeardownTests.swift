@@ -13,9 +13,11 @@ struct TeardownTests {
         try thread!.perform { gate.wait() }
         for _ in 0..<50 { try thread!.perform { ran.increment() } }
         gate.countDown()
+        weak let loop = try thread!.sync { RunLoop.current }
         thread = nil
         #expect(ran.value == 50)
-        #expect(!ProcessCensus.threadExists(tid))
+        #expect(loop == nil) // deinit waited for the thread's exit
+        #expect(ProcessCensus.threadGone(tid))
     }
 
     @Test("the last reference dropped by a task on the thread itself: no wait, and the thread still ends")
@@ -25,13 +27,16 @@ struct TeardownTests {
         let tid = try holder.thread!.kernelThreadID()
         let deinitReturned = Latch()
         let handleGone = Recorder<Bool>()
+        let posted = Latch()
         try holder.thread!.perform { [holder] in
+            posted.wait() // until the poster's temporary reference is gone
             holder.thread = nil // the last strong reference: deinit runs here, on the thread
             handleGone.record(LongThread.current == nil)
             deinitReturned.countDown()
         }
+        posted.countDown()
         #expect(deinitReturned.wait())
-        #expect(waitUntil { !ProcessCensus.threadExists(tid) })
+        #expect(ProcessCensus.threadGone(tid))
         #expect(handleGone.events == [true])
     }
 
@@ -56,8 +61,10 @@ struct TeardownTests {
         var owner: Owner? = Owner()
         owner!.thread = try LongThread(name: "lt-owner-holds", owner: owner)
         let tid = try owner!.thread!.kernelThreadID()
+        weak let loop = try owner!.thread!.sync { RunLoop.current }
         owner = nil
-        #expect(!ProcessCensus.threadExists(tid))
+        #expect(loop == nil)
+        #expect(ProcessCensus.threadGone(tid))
     }
 }
 

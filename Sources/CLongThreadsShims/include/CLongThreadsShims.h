@@ -38,4 +38,30 @@ bool CLongThreadsShims_eventWait(CLongThreadsShims_Event *event, int64_t timeout
 /// True when the event is set (acquire).
 bool CLongThreadsShims_eventIsSet(CLongThreadsShims_Event *event);
 
+// MARK: - epoll for descriptor sources
+
+/// epoll_create1(EPOLL_CLOEXEC); returns the descriptor or -errno.
+int CLongThreadsShims_epollCreate(void);
+/// Adds `fd` to `epfd` for the events asked (1 readable, 2 writable), one-shot; returns 0 or errno.
+int CLongThreadsShims_epollAdd(int epfd, int fd, unsigned int events);
+/// Re-arms a one-shot `fd` in `epfd`: if it is still ready, the kernel reports `epfd` ready again.
+void CLongThreadsShims_epollRearm(int epfd, int fd, unsigned int events);
+/// Polls `epfd` without waiting: 0 when nothing is ready, else 1 readable | 2 writable | 4 hang-up | 8 error.
+unsigned int CLongThreadsShims_epollPoll(int epfd);
+
+// MARK: - Doorbell
+
+/// A counter a thread sleeps on until it changes: ring() bumps it and wakes the sleepers.
+typedef struct {
+    uint32_t value;
+} CLongThreadsShims_Doorbell;
+
+uint32_t CLongThreadsShims_doorbellValue(CLongThreadsShims_Doorbell *bell);
+void CLongThreadsShims_doorbellRing(CLongThreadsShims_Doorbell *bell);
+/// Sleeps while the value equals `seen`, at most `timeoutNanoseconds` (negative: no limit).
+void CLongThreadsShims_doorbellWait(CLongThreadsShims_Doorbell *bell, uint32_t seen, int64_t timeoutNanoseconds);
+
+/// CLOCK_MONOTONIC in nanoseconds.
+uint64_t CLongThreadsShims_monotonicNanoseconds(void);
+
 #endif

@@ -39,14 +39,14 @@ final class RunLoopEngine: @unchecked Sendable {
     static let forever: CFTimeInterval = 1e10
 
     /// Loop thread only.
-    init(delegate: any RunLoopEngineDelegate, observesWakeUps: Bool) {
+    init(delegate: any RunLoopEngineDelegate) {
         callouts = Callouts(delegate: delegate)
         let info = Unmanaged.passUnretained(callouts).toOpaque()
         runLoop = CFRunLoopGetCurrent()
         workSource = Self.makeWorkSource(info: info)
         keepAlive = Self.makeKeepAlive()
-        var activities = CFRunLoopActivity.entry.rawValue | CFRunLoopActivity.exit.rawValue
-        if observesWakeUps { activities |= CFRunLoopActivity.afterWaiting.rawValue }
+        let activities = CFRunLoopActivity.entry.rawValue | CFRunLoopActivity.exit.rawValue
+            | CFRunLoopActivity.afterWaiting.rawValue
         observer = Self.makeObserver(activities: activities, info: info)
         add(toMode: kCFRunLoopCommonModes)
     }

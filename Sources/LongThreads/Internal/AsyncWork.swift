@@ -13,9 +13,11 @@ final class AsyncWork<T: Sendable>: WaitingWork, @unchecked Sendable {
     // The closure lives in the phase, so it is released the moment the work is finished, skipped or
     // discarded, even while the queue still holds this object.
     private let phase: Locked<Phase>
+    let label: String?
 
-    init(_ work: @escaping @Sendable () throws -> T) {
+    init(_ work: @escaping @Sendable () throws -> T, label: String? = nil) {
         self.phase = Locked(.created(work, cancelled: false))
+        self.label = label
     }
 
     /// Installs the continuation before the work is queued. Returns false if the task was already

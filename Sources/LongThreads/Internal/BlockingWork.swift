@@ -8,9 +8,11 @@ final class BlockingWork<T>: WaitingWork, @unchecked Sendable {
     private var work: (() throws -> T)?
     private var outcome: Result<T, any Error>?
     private let done = OneShotEvent()
+    let label: String?
 
-    init(_ work: @escaping () throws -> T) {
+    init(_ work: @escaping () throws -> T, label: String? = nil) {
         self.work = work
+        self.label = label
     }
 
     func run() {

@@ -6,36 +6,54 @@ extension ThreadCore {
     ///
     /// The request is a state change plus a signalled source, never a bare `CFRunLoopStop` or
     /// wake-up: those are lost when the loop is between two runs, a signalled source is not.
+    /// Timers end here: a draining thread does not wait for them.
     func requestStop(_ pending: LongThread.PendingWork) {
-        let (engine, dropped) = shared.withLock { state -> (RunLoopEngine?, [QueueEntry]) in
-            switch state.lifecycle.stopRequested(pending) {
-            case .none:
-                return (nil, [])
-            case .drain:
-                return (state.engine, [])
-            case .discard:
-                discardRequested.store(true, ordering: .relaxed)
-                return (state.engine, state.queue.removeAll())
-            }
+        let (engine, dropped, timers) = shared.withLock { state -> (RunLoopEngine?, [QueueEntry], [LongThreadTimer]) in
+            let action = state.lifecycle.stopRequested(pending)
+            if action == .none { return (nil, [], []) }
+            let timers = Array(state.timers.values)
+            state.timers = [:]
+            guard action == .discard else { return (state.engine, [], timers) }
+            discardRequested.store(true, ordering: .relaxed)
+            let dropped = state.queue.removeAll()
+            state.discarded += dropped.count
+            return (state.engine, dropped, timers)
         }
+        guard let engine else {
+            // Nothing to do, or the loop never ran / already exited.
+            for entry in dropped { entry.item.discard() }
+            for timer in timers { timer.cancel() }
+            return
+        }
+        instrument?.record(.stopRequested(name: name, pending: pending))
         // Outside the lock: waiters wake up and closures are released here, before stop returns.
         for entry in dropped { entry.item.discard() }
-        engine?.signal()
-        engine?.wake()
+        for timer in timers { timer.cancel() }
+        engine.signal()
+        engine.wake()
     }
 
     /// Loop thread, after the last run: refuse everything, release everything, leave the loop clean.
     func finishExit(_ engine: RunLoopEngine) {
-        let leftovers = shared.withLock { state -> [QueueEntry] in
+        let (leftovers, attachments) = shared.withLock { state -> ([QueueEntry], [any LoopAttachment]) in
             state.lifecycle.loopExited()
             state.engine = nil
-            return state.queue.removeAll()
+            let attachments = Array(state.attachments.values)
+            state.attachments = [:]
+            return (state.queue.removeAll(), attachments)
         }
         for entry in leftovers { entry.item.discard() }
         discardBatch()
+        for attachment in attachments { attachment.cancel() }
+        let (tasksRun, discarded) = shared.withLock { state in
+            publishCounters(into: &state, ran: 0)
+            state.discarded += leftovers.count + discardedByLoop
+            return (state.tasksRun, state.discarded)
+        }
         // Remove our sources and observer on this thread, before it exits: CF's thread-exit
         // finaliser then frees the loop and its descriptors.
         engine.tearDown()
+        instrument?.record(.stopped(name: name, tasksRun: tasksRun, discarded: discarded))
     }
 
     /// Waits until the pthread has ended and been joined; false if `timeout` passed first.

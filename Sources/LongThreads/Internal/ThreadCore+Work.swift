@@ -1,3 +1,4 @@
+import CLongThreadsShims
 import Foundation
 
 /// The work path: producers append to the queue; the loop thread drains it in run-loop passes.
@@ -11,7 +12,9 @@ extension ThreadCore: RunLoopEngineDelegate {
             guard state.lifecycle.acceptsWork else { throw LongThreadError.stopped }
             let engine = state.engine
             let mask = try state.modes.mask(for: modes) { engine?.add(modeNamed: $0) }
-            return state.queue.append(QueueEntry(item: item, modes: mask)) ? engine : nil
+            guard state.queue.append(QueueEntry(item: item, modes: mask)) else { return nil }
+            if instrument != nil { state.queueNonEmptySince = CLongThreadsShims_monotonicNanoseconds() }
+            return engine
         }
         if let engineToWake {
             engineToWake.signal()
@@ -23,35 +26,51 @@ extension ThreadCore: RunLoopEngineDelegate {
 
     func engineServiceWork() {
         let eligible = currentEligibility()
+        let started = CLongThreadsShims_monotonicNanoseconds()
         drainDepth += 1
         defer { drainDepth -= 1 }
         var index = batchHead
         var stopping = false
         var ran = 0
+        var totalRun = 0
+        var firstWaited: UInt64?
         drain: while true {
             while index < batch.count {
                 if discardRequested.load(ordering: .relaxed) { break drain }
                 if batch[index].modes & eligible != 0 {
                     let item = batch[index].take()
                     advanceBatchHead()
-                    item.run()
+                    run(item)
                     ran += 1
                 }
                 index += 1
             }
             compactBatch(&index)
             let leftovers = batch.count - batchHead
-            let (gotMore, isStopping) = shared.withLock { state in
-                state.tasksRun += ran
+            let (gotMore, isStopping, nonEmptySince) = shared.withLock { state in
+                publishCounters(into: &state, ran: ran)
                 let gotMore = state.queue.moveAll(to: &batch)
                 if !gotMore { state.batchPending = leftovers }
-                return (gotMore, state.lifecycle.isStopping)
+                return (gotMore, state.lifecycle.isStopping, state.queueNonEmptySince)
             }
+            totalRun += ran
             ran = 0
+            if firstWaited == nil, gotMore, instrument != nil {
+                firstWaited = started > nonEmptySince ? started - nonEmptySince : 0
+            }
             if !gotMore {
                 stopping = isStopping
                 break
             }
+        }
+        let busy = CLongThreadsShims_monotonicNanoseconds() - started
+        shared.withLock { $0.busyNanoseconds += busy }
+        if let instrument, totalRun > 0 {
+            let depth = shared.withLock { $0.queue.count }
+            instrument.record(.batch(
+                name: name, tasks: totalRun, busy: .nanoseconds(busy),
+                waited: .nanoseconds(firstWaited ?? 0), queueDepth: depth
+            ))
         }
         if discardRequested.load(ordering: .relaxed) {
             discardBatch()
@@ -64,9 +83,22 @@ extension ThreadCore: RunLoopEngineDelegate {
         checkOwner()
     }
 
+    /// Runs one item, exposing its label (if any) to a stall monitor meanwhile.
+    @inline(__always)
+    private func run(_ item: WorkItem) {
+        guard let label = item.label else {
+            item.run()
+            return
+        }
+        currentLabel.withLock { $0 = label }
+        item.run()
+        currentLabel.withLock { $0 = nil }
+    }
+
     func engineDidEnterRun() {
         if !announcedReady {
             announcedReady = true
+            instrument?.record(.started(name: name))
             ready.signal()
         }
         // A run nested inside a task suspends the drain that was running it: producers must
@@ -81,6 +113,8 @@ extension ThreadCore: RunLoopEngineDelegate {
     }
 
     func engineDidWake() {
+        wakeUps += 1
+        instrument?.record(.wokeUp(name: name))
         checkOwner()
     }
 
@@ -102,18 +136,24 @@ extension ThreadCore: RunLoopEngineDelegate {
 
     // MARK: - Helpers
 
+    /// Moves the counters the loop thread keeps without the lock into the shared state.
+    func publishCounters(into state: inout SharedState, ran: Int) {
+        state.tasksRun += ran
+        state.wakeUps += wakeUps
+        state.timersFired += timersFired
+        wakeUps = 0
+        timersFired = 0
+    }
+
     private func currentEligibility() -> ModeTable.Mask {
         guard let mode = engine?.currentModeName() else { return 0 }
-        if let cache = eligibilityCache, cache.mode == mode { return cache.mask }
+        let generation = modesGeneration.load(ordering: .acquiring)
+        if let cache = eligibilityCache, cache.mode == mode, generation == seenModesGeneration { return cache.mask }
         let mask = shared.withLock { $0.modes.eligibility(inModeNamed: mode) }
+        seenModesGeneration = generation
         // A mode nobody posted in yet may get work later: look it up again next time.
         eligibilityCache = mask == 0 ? nil : (mode, mask)
         return mask
-    }
-
-    /// Invalidates the cached eligibility (the common set changed). Loop thread only.
-    func modesChanged() {
-        eligibilityCache = nil
     }
 
     @inline(__always)
@@ -143,6 +183,7 @@ extension ThreadCore: RunLoopEngineDelegate {
         batchHead = 0
         for index in dropped.indices where !dropped[index].isTaken {
             dropped[index].take().discard()
+            discardedByLoop += 1
         }
     }
 

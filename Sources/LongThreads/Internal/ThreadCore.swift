@@ -13,6 +13,7 @@ final class ThreadCore: @unchecked Sendable {
     let options: LongThread.Options
     /// Whether an owner was given: the loop then checks it each time it wakes.
     let watchesOwner: Bool
+    let instrument: (any LongThreadInstrument)?
     /// Signalled on the loop thread when its run loop first runs (or when the start failed).
     let ready = OneShotEvent()
     /// Signalled by the pthread as its last act, after the loop released everything it held.
@@ -31,6 +32,10 @@ final class ThreadCore: @unchecked Sendable {
     // MARK: Written under `shared`, read by the loop thread between two items without the lock
     /// A hint that lets a drain stop at the next item; the lock decides what is discarded.
     let discardRequested = Atomic<Bool>(false)
+    /// Bumped when the common set changes, so the loop thread drops its cached eligibility.
+    let modesGeneration = Atomic<Int>(0)
+    /// The label of the item running now, if it has one (read by a stall monitor).
+    let currentLabel = Locked<String?>(nil)
 
     // MARK: Loop thread only
     var engine: RunLoopEngine?
@@ -41,8 +46,13 @@ final class ThreadCore: @unchecked Sendable {
     var batchHead = 0
     /// How many drains are on the stack (a task may run the loop nested).
     var drainDepth = 0
-    /// The eligibility mask of the last mode a drain ran in.
+    /// The eligibility mask of the last mode a drain ran in, and the modes generation it saw.
     var eligibilityCache: (mode: String, mask: ModeTable.Mask)?
+    var seenModesGeneration = 0
+    /// Counted without the lock, published at the next refill.
+    var wakeUps = 0
+    var timersFired = 0
+    var discardedByLoop = 0
     var announcedReady = false
     /// errno of a failed start, written before `ready` is signalled.
     var startError: Int32?
@@ -58,6 +68,16 @@ final class ThreadCore: @unchecked Sendable {
         var tasksRun = 0
         /// Items the loop thread holds for another mode, published when a drain ends.
         var batchPending = 0
+        var wakeUps = 0
+        var timersFired = 0
+        var busyNanoseconds: UInt64 = 0
+        var discarded = 0
+        /// When the queue last went from empty to non-empty (only kept with an instrument).
+        var queueNonEmptySince: UInt64 = 0
+        /// Timers not yet fired or cancelled: a stop cancels them.
+        var timers: [ObjectIdentifier: LongThreadTimer] = [:]
+        /// Observers and descriptor sources: the loop's exit cancels them.
+        var attachments: [ObjectIdentifier: any LoopAttachment] = [:]
     }
 
     init(name: String?, owner: AnyObject?, options: LongThread.Options) {
@@ -65,6 +85,7 @@ final class ThreadCore: @unchecked Sendable {
         self.options = options
         self.watchesOwner = owner != nil
         self.owner = owner
+        self.instrument = options.instrument
     }
 
     // MARK: - Start
@@ -90,7 +111,7 @@ final class ThreadCore: @unchecked Sendable {
             return
         }
         pthread_setspecific(Self.currentKey, Unmanaged.passUnretained(self).toOpaque())
-        let engine = RunLoopEngine(delegate: self, observesWakeUps: watchesOwner)
+        let engine = RunLoopEngine(delegate: self)
         self.engine = engine
         shared.withLock { state in
             state.engine = engine

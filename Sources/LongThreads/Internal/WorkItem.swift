@@ -5,6 +5,8 @@
 /// leaves the queue unrun, and it always tells the waiter.
 enum WorkItem {
     case fireAndForget(@Sendable () -> Void)
+    /// Fire-and-forget work with a label for stall reports (the label costs an allocation).
+    case labeled(LabeledWork)
     case waiting(any WaitingWork)
     /// A slot whose item was taken out (run or discarded). Never run.
     case taken
@@ -14,9 +16,26 @@ enum WorkItem {
     func run() {
         switch self {
         case .fireAndForget(let work): work()
+        case .labeled(let work): work.work()
         case .waiting(let work): work.run()
         case .taken: break
         }
+    }
+
+    /// The label shown in stall reports, if the poster gave one.
+    @inline(__always)
+    var label: String? {
+        switch self {
+        case .fireAndForget, .taken: nil
+        case .labeled(let work): work.label
+        case .waiting(let work): work.label
+        }
+    }
+
+    /// Fire-and-forget work, labelled when a label was given.
+    static func make(_ work: @escaping @Sendable () -> Void, label: String?) -> WorkItem {
+        guard let label else { return .fireAndForget(work) }
+        return .labeled(LabeledWork(label: label, work: work))
     }
 
     /// Tells the waiter `LongThreadError.discarded`; the closure is released with the item.
@@ -45,8 +64,20 @@ struct QueueEntry {
     }
 }
 
+final class LabeledWork: Sendable {
+    let label: String
+    let work: @Sendable () -> Void
+
+    init(label: String, work: @escaping @Sendable () -> Void) {
+        self.label = label
+        self.work = work
+    }
+}
+
 /// Work with a waiter. Exactly one of `run()` and `discard()` is called, exactly once.
 protocol WaitingWork: AnyObject, Sendable {
+    /// The label shown in stall reports.
+    var label: String? { get }
     /// Loop thread only. Runs the work (or skips it if its waiter gave up) and reports the outcome.
     func run()
     /// Any thread. Reports ``LongThreadError/discarded`` and releases the work unrun.

@@ -24,6 +24,12 @@ enum ProcessCensus {
         FileManager.default.fileExists(atPath: "/proc/self/task/\(tid)")
     }
 
+    /// True once the kernel has reaped thread `tid`. `pthread_join` returns when the kernel clears
+    /// the thread's id, a moment before its `/proc` entry goes, so this allows that moment (bounded).
+    static func threadGone(_ tid: Int32) -> Bool {
+        waitUntil(timeout: .seconds(2)) { !threadExists(tid) }
+    }
+
     static var descriptorCount: Int {
         ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []).count
     }

@@ -44,3 +44,9 @@ final class Tracked: Sendable {
     let id: Int
     init(_ id: Int = 0) { self.id = id }
 }
+
+/// A weak reference that can cross threads (the object itself is only compared with nil).
+final class WeakBox: @unchecked Sendable {
+    weak var value: AnyObject?
+    init(_ value: AnyObject?) { self.value = value }
+}

@@ -1,0 +1,31 @@
+/// What a LongThread reports to an instrument: its lifecycle, each drain, each wake-up, stalls.
+///
+/// The logging and metrics integrations (`LongThreadsLogging`, `LongThreadsMetrics`) turn these into
+/// log records and metrics; tests can record them.
+public enum LongThreadEvent: Sendable {
+    /// The thread's run loop runs. Reported on the thread.
+    case started(name: String?)
+    /// A stop began (or a draining stop turned into a discarding one). Reported on the caller of `stop`.
+    case stopRequested(name: String?, pending: LongThread.PendingWork)
+    /// The loop exited: `tasksRun` items ran in the thread's life, `discarded` were dropped unrun.
+    /// Reported on the thread, its last act before it ends.
+    case stopped(name: String?, tasksRun: Int, discarded: Int)
+    /// A drain ended: it ran `tasks` items in `busy`; its first item had waited `waited` since the
+    /// queue became non-empty; `queueDepth` items were queued when it ended. Reported on the thread.
+    case batch(name: String?, tasks: Int, busy: Duration, waited: Duration, queueDepth: Int)
+    /// The loop woke from sleep. Reported on the thread.
+    case wokeUp(name: String?)
+    /// A stall monitor caught one callout running longer than its threshold. Reported on the
+    /// monitor's thread.
+    case stall(StallMonitor.Report)
+}
+
+/// Receives a thread's ``LongThreadEvent``s: set one in ``LongThread/Options/instrument``.
+///
+/// - Threading: `record` is called on the thread the event names (see each case), so it must be
+///   cheap and must not block: it runs inside the thread's run loop. With no instrument set, the
+///   thread pays nothing for these events beyond one nil check per drain.
+public protocol LongThreadInstrument: Sendable {
+    /// Records one event. Called on the thread noted by the event's case.
+    func record(_ event: LongThreadEvent)
+}

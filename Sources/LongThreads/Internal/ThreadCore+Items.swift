@@ -1,0 +1,77 @@
+import CLongThreadsShims
+import Foundation
+
+/// Something attached to a thread's run loop that a stop must end: observers and descriptor
+/// sources (ended when the loop exits) and timers (ended when the stop begins).
+protocol LoopAttachment: AnyObject, Sendable {
+    func cancel()
+}
+
+extension LongThreadTimer: LoopAttachment {}
+
+/// Timers, observers, descriptor sources and modes: everything added to the loop besides work.
+/// Each is added under the thread's lock while it accepts work, so nothing is ever added to the
+/// loop of a thread that has exited (that forms a retain cycle in CF and leaks the loop).
+extension ThreadCore {
+    func schedule(_ timer: LongThreadTimer, after delay: Duration, modes: [RunLoop.Mode]) throws(LongThreadError) {
+        let item = EngineItem.timer(after: delay, interval: timer.interval) { [weak timer] in timer?.fire() }
+        timer.engineItem = item
+        try shared.withLock { (state: inout SharedState) throws(LongThreadError) in
+            guard state.lifecycle.acceptsWork, let engine = state.engine else { throw LongThreadError.stopped }
+            _ = try state.modes.mask(for: modes) { engine.add(modeNamed: $0) }
+            engine.add(item, modes: modes)
+            state.timers[ObjectIdentifier(timer)] = timer
+        }
+    }
+
+    /// Loop thread: a timer fired; a one-shot timer has ended.
+    func timerFired(_ timer: LongThreadTimer, ended: Bool) {
+        timersFired += 1
+        if ended { timerEnded(timer) }
+    }
+
+    func timerEnded(_ timer: LongThreadTimer) {
+        _ = shared.withLock { $0.timers.removeValue(forKey: ObjectIdentifier(timer)) }
+    }
+
+    func register(_ attachment: some LoopAttachment, item: EngineItem, modes: [RunLoop.Mode]) throws(LongThreadError) {
+        try shared.withLock { (state: inout SharedState) throws(LongThreadError) in
+            guard state.lifecycle.acceptsWork, let engine = state.engine else { throw LongThreadError.stopped }
+            _ = try state.modes.mask(for: modes) { engine.add(modeNamed: $0) }
+            engine.add(item, modes: modes)
+            state.attachments[ObjectIdentifier(attachment)] = attachment
+        }
+    }
+
+    func itemEnded(_ attachment: some LoopAttachment) {
+        _ = shared.withLock { $0.attachments.removeValue(forKey: ObjectIdentifier(attachment)) }
+    }
+
+    func addCommonMode(_ mode: RunLoop.Mode) throws(LongThreadError) {
+        try shared.withLock { (state: inout SharedState) throws(LongThreadError) in
+            guard state.lifecycle.acceptsWork, let engine = state.engine else { throw LongThreadError.stopped }
+            let bit = try state.modes.bit(for: mode) { engine.add(modeNamed: $0) }
+            state.modes.addToCommonSet(bit)
+            engine.addCommonMode(mode)
+        }
+        // The loop thread re-reads its cached eligibility at its next drain.
+        modesGeneration.add(1, ordering: .releasing)
+    }
+
+    /// Loop thread only (checked by the caller).
+    func runNested(in mode: RunLoop.Mode, until deadline: ContinuousClock.Instant, while condition: () -> Bool) -> Bool {
+        let registered = shared.withLock { state -> Bool in
+            guard !state.lifecycle.isStopping, state.lifecycle.state != .exited, let engine = state.engine else { return false }
+            return (try? state.modes.mask(for: [mode]) { engine.add(modeNamed: $0) }) != nil
+        }
+        guard registered, let engine else { return false }
+        let left = ContinuousClock.now.duration(to: deadline)
+        if left <= .zero { return !condition() }
+        return engine.runNested(
+            modeNamed: RunLoopEngine.cfMode(mode),
+            deadline: left,
+            shouldReturn: { !condition() },
+            stopped: { shared.withLock { $0.lifecycle.isStopping } }
+        )
+    }
+}

@@ -1,0 +1,157 @@
+import Foundation
+
+/// A timer on a LongThread's run loop: delayed work (``LongThread/perform(after:modes:_:)``) or a
+/// repeating callback (``LongThread/schedule(every:tolerance:modes:_:)``).
+///
+/// Built on CFRunLoopTimer, not Foundation's `Timer` (which never frees its closure on Linux).
+/// - Runs on: the thread, in a run-loop pass in one of its modes: while the loop runs another
+///   mode (a nested tracking run, say), the timer waits, as a scroll view's default-mode timer does.
+/// - Missed fire times: skipped, not bunched. A repeating timer whose callback ran long fires next
+///   on its original grid, at the first grid point after now.
+/// - Tolerance: kept and reported, not applied: CF ignores it on Linux and fires at the exact date.
+/// - Ends: by ``cancel()`` (any thread), after a one-shot timer fired, or when its thread begins
+///   stopping; in every case its closure is released, and a caller awaiting
+///   ``LongThread/run(after:modes:_:)`` is told ``LongThreadError/discarded``.
+public final class LongThreadTimer: @unchecked Sendable {
+    enum Work {
+        case once(WorkItem)
+        case repeating(@Sendable (LongThreadTimer) -> Void)
+    }
+
+    private enum State {
+        case scheduled(Work)
+        case ended
+    }
+
+    // MARK: Immutable
+    /// The interval of a repeating timer; nil for a one-shot timer.
+    public let interval: Duration?
+    /// The tolerance asked for; CF on Linux does not apply it (see the type's documentation).
+    public let tolerance: Duration
+    private weak var core: ThreadCore?
+
+    // MARK: Guarded by its own lock
+    private let state: Locked<State>
+
+    // MARK: Written once before the timer is added to the loop and returned (the thread's lock orders it)
+    var engineItem: EngineItem?
+
+    init(core: ThreadCore, work: Work, interval: Duration?, tolerance: Duration) {
+        self.core = core
+        self.interval = interval
+        self.tolerance = tolerance
+        self.state = Locked(.scheduled(work))
+    }
+
+    /// True once the timer can fire no more: cancelled, fired (one-shot), or its thread stopping.
+    /// - Callable from: any thread.
+    public var isCancelled: Bool {
+        state.withLock { if case .ended = $0 { true } else { false } }
+    }
+
+    /// Stops the timer and releases its closure. A one-shot timer's work that had not started is
+    /// released unrun (its awaiting caller gets ``LongThreadError/discarded``); a callback that is
+    /// running completes. Idempotent.
+    /// - Callable from: any thread, including the timer's own callback.
+    public func cancel() {
+        let work = end()
+        engineItem?.invalidate()
+        core?.timerEnded(self)
+        if case .once(let item) = work { item.discard() }
+    }
+
+    /// Loop thread: the CF timer fired.
+    func fire() {
+        let work = state.withLock { state -> Work? in
+            guard case .scheduled(let work) = state else { return nil }
+            if case .once = work { state = .ended }
+            return work
+        }
+        switch work {
+        case .once(let item):
+            core?.timerFired(self, ended: true)
+            item.run()
+        case .repeating(let callback):
+            core?.timerFired(self, ended: false)
+            callback(self)
+        case nil:
+            break
+        }
+    }
+
+    private func end() -> Work? {
+        state.withLock { state in
+            guard case .scheduled(let work) = state else { return nil }
+            state = .ended
+            return work
+        }
+    }
+}
+
+extension LongThread {
+    /// Runs `work` on this thread once `delay` has passed, in a run-loop pass in one of `modes`.
+    ///
+    /// - Returns: the timer, to cancel it. Keeping it is optional: the thread keeps the timer
+    ///   until it fires, is cancelled, or the thread stops.
+    /// - After stop: throws ``LongThreadError/stopped``; a stop cancels timers not yet fired.
+    /// - Callable from: any thread, task or actor.
+    @discardableResult
+    public func perform(
+        after delay: Duration,
+        modes: [RunLoop.Mode] = [.default],
+        _ work: @escaping @Sendable () -> Void
+    ) throws(LongThreadError) -> LongThreadTimer {
+        let timer = LongThreadTimer(core: core, work: .once(.fireAndForget(work)), interval: nil, tolerance: .zero)
+        try core.schedule(timer, after: delay, modes: modes)
+        return timer
+    }
+
+    /// Calls `callback` on this thread every `interval`, first after one `interval`, until the
+    /// timer is cancelled (the callback gets it, to cancel itself) or the thread stops.
+    ///
+    /// - Missed fire times are skipped, not bunched.
+    /// - `tolerance` is recorded but not applied on Linux (see ``LongThreadTimer``).
+    /// - Throws: ``LongThreadError/stopped`` after a stop began.
+    /// - Precondition: `interval` is positive.
+    /// - Callable from: any thread, task or actor.
+    @discardableResult
+    public func schedule(
+        every interval: Duration,
+        tolerance: Duration = .zero,
+        modes: [RunLoop.Mode] = [.default],
+        _ callback: @escaping @Sendable (LongThreadTimer) -> Void
+    ) throws(LongThreadError) -> LongThreadTimer {
+        precondition(interval > .zero, "LongThread.schedule(every:) needs a positive interval, got \(interval)")
+        let timer = LongThreadTimer(core: core, work: .repeating(callback), interval: interval, tolerance: tolerance)
+        try core.schedule(timer, after: interval, modes: modes)
+        return timer
+    }
+
+    /// Runs `work` on this thread once `delay` has passed and returns its value.
+    ///
+    /// - Cancellation: cancelling the awaiting task before the work started skips it and throws
+    ///   `CancellationError` at once.
+    /// - After stop: throws ``LongThreadError/stopped``; a stop before the timer fired throws
+    ///   ``LongThreadError/discarded``.
+    /// - Callable from: any task or actor.
+    public func run<T: Sendable>(
+        after delay: Duration,
+        modes: [RunLoop.Mode] = [.default],
+        _ work: @escaping @Sendable () throws -> T
+    ) async throws -> T {
+        let request = AsyncWork(work)
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                guard request.install(continuation) else { return }
+                let timer = LongThreadTimer(core: core, work: .once(.waiting(request)), interval: nil, tolerance: .zero)
+                do throws(LongThreadError) {
+                    try core.schedule(timer, after: delay, modes: modes)
+                } catch {
+                    request.fail(error)
+                }
+            }
+        } onCancel: {
+            request.cancel()
+        }
+    }
+}

@@ -1,0 +1,126 @@
+import CLongThreadsShims
+import Foundation
+import LongThreads
+import Testing
+
+@Suite("Descriptor sources", .timeLimit(.minutes(1)))
+struct DescriptorSourceTests {
+    @Test("a pipe read one byte per callback delivers every byte (level-triggered), on the thread")
+    func pipeLevelTriggered() throws {
+        let thread = try LongThread(name: "lt-pipe")
+        defer { thread.stop() }
+        var fds: [Int32] = [0, 0]
+        #expect(pipe(&fds) == 0)
+        defer { close(fds[0]); close(fds[1]) }
+        _ = fcntl(fds[0], F_SETFL, O_NONBLOCK)
+        let received = Recorder<UInt8>()
+        let onThread = Recorder<Bool>()
+        let all = Latch(count: 100)
+        let reader = fds[0]
+        let source = try thread.watch(reader, for: .readable) { events in
+            #expect(events.contains(.readable))
+            var byte: UInt8 = 0
+            if read(reader, &byte, 1) == 1 {
+                received.record(byte)
+                onThread.record(thread.isCurrent)
+                all.countDown()
+            }
+        }
+        let bytes = (0..<100).map { UInt8($0) }
+        #expect(write(fds[1], bytes, bytes.count) == 100)
+        #expect(all.wait())
+        #expect(received.events == bytes)
+        #expect(!onThread.events.contains(false))
+        source.cancel()
+        #expect(source.isCancelled)
+    }
+
+    @Test("no byte is lost through a socket pair, in chunks, while the thread sleeps between them")
+    func socketNoLoss() throws {
+        let thread = try LongThread(name: "lt-socket")
+        defer { thread.stop() }
+        var fds: [Int32] = [0, 0]
+        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0)
+        defer { close(fds[0]); close(fds[1]) }
+        _ = fcntl(fds[0], F_SETFL, O_NONBLOCK)
+        _ = fcntl(fds[1], F_SETFL, O_NONBLOCK) // a lost wake-up then fails the deadline, not hangs
+        let total = 1 << 20
+        let count = Counter()
+        let sum = Counter()
+        let done = Latch()
+        let reader = fds[0]
+        let source = try thread.watch(reader, for: .readable) { _ in
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            let n = read(reader, &buffer, buffer.count)
+            if n > 0 {
+                count.increment(by: n)
+                sum.increment(by: buffer[0..<n].reduce(0) { $0 + Int($1) })
+                if count.value == total { done.countDown() }
+            }
+        }
+        defer { source.cancel() }
+        var expectedSum = 0
+        var offset = 0
+        let deadline = ContinuousClock.now + .seconds(20)
+        while offset < total, ContinuousClock.now < deadline {
+            let chunk = (0..<min(8192, total - offset)).map { UInt8((offset + $0) & 0xff) }
+            expectedSum += chunk.reduce(0) { $0 + Int($1) }
+            var written = 0
+            while written < chunk.count {
+                let n = chunk[written...].withUnsafeBytes { write(fds[1], $0.baseAddress, $0.count) }
+                if n > 0 { written += n } else if ContinuousClock.now > deadline { break } else { usleep(100) }
+            }
+            offset += chunk.count
+        }
+        #expect(done.wait())
+        #expect(count.value == total)
+        #expect(sum.value == expectedSum)
+    }
+
+    @Test("a closed or invalid descriptor is refused with a clear error")
+    func invalidDescriptor() throws {
+        let thread = try LongThread(name: "lt-badfd")
+        defer { thread.stop() }
+        #expect(throws: DescriptorSource.Error.invalidDescriptor(errno: EBADF)) {
+            try thread.watch(987_654, for: .readable) { _ in }
+        }
+        let file = open("/proc/self/stat", O_RDONLY)
+        defer { close(file) }
+        #expect(throws: DescriptorSource.Error.invalidDescriptor(errno: EPERM)) {
+            try thread.watch(file, for: .readable) { _ in }
+        }
+    }
+
+    @Test("after cancel on the thread, no callback follows; an eventfd wakes the sleeping thread")
+    func eventfdAndCancel() throws {
+        let thread = try LongThread(name: "lt-eventfd")
+        defer { thread.stop() }
+        let fd = CLongThreadsShims_eventfd(0)
+        defer { close(fd) }
+        let calls = Counter()
+        let first = Latch()
+        let box = Recorder<DescriptorSource>()
+        let source = try thread.watch(fd, for: .readable) { _ in
+            calls.increment()
+            box.events.first?.cancel() // cancel from inside; the counter stays readable
+            first.countDown()
+        }
+        box.record(source)
+        var one: UInt64 = 1
+        #expect(write(fd, &one, 8) == 8)
+        #expect(first.wait())
+        try thread.sync {}
+        try thread.sync {}
+        #expect(calls.value == 1)
+        #expect(source.isCancelled)
+    }
+
+    @Test("a watch on a stopped thread is refused")
+    func watchAfterStop() throws {
+        let thread = try LongThread(name: "lt-watch-stopped")
+        thread.stop()
+        let fd = CLongThreadsShims_eventfd(0)
+        defer { close(fd) }
+        #expect(throws: LongThreadError.stopped) { try thread.watch(fd, for: .readable) { _ in } }
+    }
+}

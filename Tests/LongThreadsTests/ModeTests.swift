@@ -1,0 +1,82 @@
+import Foundation
+import LongThreads
+import Testing
+
+@Suite("Run-loop modes")
+struct ModeTests {
+    let tracking = RunLoop.Mode("tracking")
+
+    @Test("the scroll-view lesson: a default-mode timer pauses during a nested tracking run, a common-mode timer does not")
+    func scrollViewLesson() throws {
+        let thread = try LongThread(name: "lt-scroll")
+        defer { thread.stop() }
+        let defaultTicks = Counter()
+        let commonTicks = Counter()
+        try thread.schedule(every: .milliseconds(10), modes: [.default]) { _ in defaultTicks.increment() }
+        try thread.schedule(every: .milliseconds(10), modes: [.common]) { _ in commonTicks.increment() }
+        try thread.addCommonMode(tracking)
+        let (duringDefault, duringCommon) = try thread.sync { [tracking] () -> (Int, Int) in
+            let defaultBefore = defaultTicks.value
+            let commonBefore = commonTicks.value
+            thread.runNested(in: tracking, until: .now + .milliseconds(200))
+            return (defaultTicks.value - defaultBefore, commonTicks.value - commonBefore)
+        }
+        #expect(duringDefault == 0)
+        #expect(duringCommon >= 5)
+    }
+
+    @Test("a nested tracking run serves only tracking work; default work runs after it, in order")
+    func nestedRunIsolation() throws {
+        let thread = try LongThread(name: "lt-isolation")
+        defer { thread.stop() }
+        let log = Recorder<String>()
+        let done = try thread.sync { [tracking] () -> Bool in
+            try? thread.perform { log.record("d1") }
+            try? thread.perform(modes: [tracking]) { log.record("t1") }
+            try? thread.perform { log.record("d2") }
+            try? thread.perform(modes: [tracking]) { log.record("t2") }
+            return thread.runNested(in: tracking, until: .now + .seconds(10)) { log.count < 2 }
+        }
+        #expect(done)
+        try thread.sync {}
+        #expect(log.events == ["t1", "t2", "d1", "d2"])
+    }
+
+    @Test("runNested returns false at its deadline")
+    func nestedDeadline() throws {
+        let thread = try LongThread(name: "lt-deadline")
+        defer { thread.stop() }
+        let result = try thread.sync { [tracking] in
+            thread.runNested(in: tracking, until: .now + .milliseconds(20))
+        }
+        #expect(result == false)
+    }
+
+    @Test(".common work runs in a mode added to the common set")
+    func addCommonMode() throws {
+        let thread = try LongThread(name: "lt-addcommon")
+        defer { thread.stop() }
+        try thread.addCommonMode(tracking)
+        let mode = Recorder<String>()
+        let ran = try thread.sync { [tracking] () -> Bool in
+            try? thread.perform(modes: [.common]) { mode.record(RunLoop.current.currentMode?.rawValue ?? "?") }
+            return thread.runNested(in: tracking, until: .now + .seconds(10)) { mode.count == 0 }
+        }
+        #expect(ran)
+        #expect(mode.events == ["tracking"])
+    }
+
+    @Test("a stop ends a nested run; the thread exits after the task")
+    func stopEndsNestedRun() throws {
+        let thread = try LongThread(name: "lt-stop-nested")
+        let entered = Latch()
+        let result = Recorder<Bool>()
+        try thread.perform { [tracking] in
+            entered.countDown()
+            result.record(thread.runNested(in: tracking, until: .now + .seconds(30)))
+        }
+        #expect(entered.wait())
+        thread.stop()
+        #expect(result.events == [false])
+    }
+}

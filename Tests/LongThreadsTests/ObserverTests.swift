@@ -1,0 +1,62 @@
+import CoreFoundation
+import Foundation
+import LongThreads
+import Testing
+
+@Suite("Run-loop observers")
+struct ObserverTests {
+    @Test("a sleeping loop woken by work goes through the documented sequence of one pass")
+    func sequenceOfOnePass() throws {
+        let thread = try LongThread(name: "lt-observe")
+        defer { thread.stop() }
+        let log = Recorder<String>()
+        let observer = try thread.addObserver(for: .all) { activity in log.record("\(activity)") }
+        defer { observer.cancel() }
+        // Let the loop go to sleep after the registration, then wake it with one item.
+        let tid = try thread.kernelThreadID()
+        #expect(waitUntil { log.events.last == "beforeWaiting" && threadIsSleeping(tid) })
+        let marker = log.count
+        let done = Latch()
+        try thread.perform { log.record("WORK"); done.countDown() }
+        #expect(done.wait())
+        #expect(waitUntil { log.events.last == "beforeWaiting" })
+        let pass = Array(log.events[marker...])
+        // Woken by the work source (signal + wake-up): the source runs in the pass after waking;
+        // a pass that handled a source polls again instead of sleeping at once.
+        #expect(pass.starts(with: ["afterWaiting", "beforeTimers", "beforeSources", "WORK", "beforeTimers", "beforeSources"]))
+        #expect(pass.last == "beforeWaiting")
+    }
+
+    @Test("observers of one activity run in ascending order; cancel stops and releases one")
+    func orderAndCancel() throws {
+        let thread = try LongThread(name: "lt-observe-order")
+        defer { thread.stop() }
+        let log = Recorder<Int>()
+        weak var weakTracked: Tracked?
+        let late: RunLoopObserver
+        do {
+            let tracked = Tracked(5)
+            weakTracked = tracked
+            late = try thread.addObserver(for: .beforeSources, order: 5) { _ in log.record(tracked.id) }
+        }
+        let early = try thread.addObserver(for: .beforeSources, order: -5) { _ in log.record(-5) }
+        let middle = try thread.addObserver(for: .beforeSources, order: 0) { _ in log.record(0) }
+        defer { early.cancel(); middle.cancel() }
+        try thread.sync {}
+        try thread.sync {}
+        let events = log.events
+        #expect(events.count >= 3)
+        for start in stride(from: 0, to: events.count - 2, by: 3) {
+            #expect(Array(events[start..<start + 3]) == [-5, 0, 5])
+        }
+        late.cancel()
+        #expect(weakTracked == nil)
+        let before = log.events.filter { $0 == 5 }.count
+        try thread.sync {}
+        #expect(log.events.filter { $0 == 5 }.count == before)
+    }
+}
+
+func threadIsSleeping(_ tid: Int32) -> Bool {
+    (try? String(contentsOfFile: "/proc/self/task/\(tid)/stat", encoding: .utf8))?.split(separator: " ")[2] == "S"
+}

@@ -1,0 +1,94 @@
+import Foundation
+import LongThreads
+import Testing
+
+@Suite("Stall monitor", .serialized) // one monitor thread at a time: the census finds it by name
+struct StallMonitorTests {
+    @Test("a task running past the threshold is reported while it runs, with the thread and label")
+    func stallCaught() throws {
+        let reports = Recorder<StallMonitor.Report>()
+        let reported = Latch()
+        let monitor = try StallMonitor(threshold: .milliseconds(200)) { report in
+            reports.record(report)
+            reported.countDown()
+        }
+        let thread = try LongThread(name: "lt-stalled")
+        defer { thread.stop() }
+        try monitor.watch(thread)
+        let stillRunning = Recorder<Bool>()
+        try thread.perform(label: "parse feed") {
+            // The task runs until the monitor has reported it: the report must come while it runs.
+            stillRunning.record(reported.wait(timeout: .seconds(10)))
+        }
+        try thread.sync {}
+        #expect(stillRunning.events == [true])
+        let report = try #require(reports.events.first)
+        #expect(reports.count == 1)
+        #expect(report.threadName == "lt-stalled")
+        #expect(report.label == "parse feed")
+        #expect(report.duration >= .milliseconds(200))
+        #expect(report.duration < .milliseconds(400)) // within twice the threshold
+        #expect(report.description.contains("parse feed"))
+    }
+
+    @Test("idle and briefly busy threads are not reported, and the idle monitor sleeps")
+    func noFalseAlarm() throws {
+        let reports = Recorder<StallMonitor.Report>()
+        let monitor = try StallMonitor(threshold: .milliseconds(100)) { reports.record($0) }
+        let thread = try LongThread(name: "lt-calm")
+        defer { thread.stop() }
+        try monitor.watch(thread)
+        for _ in 0..<20 { try thread.sync { _ = usleep(1000) } }
+        let watched = try thread.kernelThreadID()
+        let monitorThread = try #require(ProcessCensus.threadIDs.first { ProcessCensus.name(ofThread: $0) == StallMonitor.threadName })
+        // The watched loop's last pass (after the sync above) rings the monitor once; wait until
+        // both sleep before measuring.
+        #expect(waitUntil { threadIsSleeping(watched) })
+        // The monitor then wakes once more, at most one threshold later (it slept until the last
+        // callout's due time), finds everyone idle and sleeps with no timeout.
+        usleep(250_000)
+        #expect(waitUntil { threadIsSleeping(monitorThread) })
+        let before = try #require(ProcessCensus.voluntarySwitches(ofThread: monitorThread))
+        usleep(300_000) // measures an absence: no reports, no wake-ups of the monitor
+        let after = try #require(ProcessCensus.voluntarySwitches(ofThread: monitorThread))
+        #expect(reports.count == 0)
+        #expect(after == before)
+    }
+
+    @Test("the stalled thread's instrument hears the stall too")
+    func instrumentHearsStall() throws {
+        let events = EventRecorder()
+        let reported = Latch()
+        let monitor = try StallMonitor(threshold: .milliseconds(50)) { _ in reported.countDown() }
+        let thread = try LongThread(name: "lt-stall-instr", options: .init(instrument: events))
+        defer { thread.stop() }
+        try monitor.watch(thread)
+        _ = try thread.sync { reported.wait(timeout: .seconds(10)) }
+        #expect(events.names.contains("stall"))
+    }
+}
+
+/// An instrument that records the names of the events it hears.
+final class EventRecorder: LongThreadInstrument, @unchecked Sendable {
+    private let lock = NSLock()
+    private var recorded: [LongThreadEvent] = []
+
+    func record(_ event: LongThreadEvent) {
+        lock.withLock { recorded.append(event) }
+    }
+
+    var events: [LongThreadEvent] { lock.withLock { recorded } }
+
+    var names: [String] {
+        events.map { event in
+            switch event {
+            case .started: "started"
+            case .stopRequested: "stopRequested"
+            case .stopped: "stopped"
+            case .batch: "batch"
+            case .wokeUp: "wokeUp"
+            case .stall: "stall"
+            }
+        }
+    }
+}

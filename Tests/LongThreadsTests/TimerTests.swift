@@ -1,0 +1,96 @@
+import Foundation
+import LongThreads
+import Testing
+
+@Suite("Timers")
+struct TimerTests {
+    @Test("perform(after:) runs once on the thread after the delay")
+    func delayedPerform() throws {
+        let thread = try LongThread(name: "lt-after")
+        defer { thread.stop() }
+        let fired = Latch()
+        let onThread = Recorder<Bool>()
+        let start = ContinuousClock.now
+        let timer = try thread.perform(after: .milliseconds(30)) {
+            onThread.record(thread.isCurrent)
+            fired.countDown()
+        }
+        #expect(fired.wait())
+        #expect(ContinuousClock.now - start >= .milliseconds(30))
+        #expect(onThread.events == [true])
+        #expect(timer.isCancelled) // a one-shot timer that fired has ended
+        #expect(try thread.sync { 0 } == 0)
+        #expect(thread.statistics.timersFired == 1)
+    }
+
+    @Test("a cancelled timer never fires and releases its closure")
+    func cancelReleases() throws {
+        let thread = try LongThread(name: "lt-cancel-timer")
+        defer { thread.stop() }
+        weak var weakTracked: Tracked?
+        let fired = Counter()
+        let timer: LongThreadTimer
+        do {
+            let tracked = Tracked()
+            weakTracked = tracked
+            timer = try thread.perform(after: .milliseconds(50)) { _ = tracked; fired.increment() }
+        }
+        timer.cancel()
+        timer.cancel()
+        #expect(weakTracked == nil)
+        // A later timer firing proves the loop went past the cancelled one's date.
+        let later = Latch()
+        try thread.perform(after: .milliseconds(80)) { later.countDown() }
+        #expect(later.wait())
+        #expect(fired.value == 0)
+    }
+
+    @Test("a repeating timer skips fire times missed during a long task instead of bunching them")
+    func skipNotBunch() throws {
+        let thread = try LongThread(name: "lt-repeat")
+        defer { thread.stop() }
+        let fires = Recorder<ContinuousClock.Instant>()
+        let done = Latch()
+        let timer = try thread.schedule(every: .milliseconds(20)) { timer in
+            fires.record(.now)
+            if fires.count == 2 { usleep(150_000) } // misses about 7 fire times
+            if fires.count == 5 { timer.cancel(); done.countDown() }
+        }
+        #expect(done.wait())
+        #expect(timer.isCancelled)
+        let times = fires.events
+        // After the long callout, the next fire comes on the grid after now, not in a burst of the
+        // missed ones: no two fires after it are closer than half an interval.
+        for index in 2..<times.count - 1 {
+            #expect(times[index + 1] - times[index] >= .milliseconds(10))
+        }
+        #expect(times[2] - times[1] >= .milliseconds(150))
+    }
+
+    @Test("a stop cancels pending timers, releases their closures and tells their waiters")
+    func stopCancelsTimers() async throws {
+        let thread = try LongThread(name: "lt-stop-timers")
+        weak var weakTracked: Tracked?
+        let timer: LongThreadTimer
+        do {
+            let tracked = Tracked()
+            weakTracked = tracked
+            timer = try thread.perform(after: .seconds(60)) { _ = tracked }
+        }
+        let waiter = Task { try await thread.run(after: .seconds(60)) { 1 } }
+        #expect(await eventually { thread.statistics.pendingTimers == 2 })
+        thread.stop()
+        #expect(timer.isCancelled)
+        #expect(weakTracked == nil)
+        await #expect(throws: LongThreadError.discarded) { try await waiter.value }
+        #expect(throws: LongThreadError.stopped) { try thread.perform(after: .zero) {} }
+    }
+
+    @Test("run(after:) returns the work's value")
+    func runAfter() async throws {
+        let thread = try LongThread(name: "lt-run-after")
+        defer { thread.stop() }
+        #expect(try await thread.run(after: .milliseconds(10)) { thread.isCurrent })
+    }
+}
+
