@@ -38,7 +38,38 @@ step("4. A task cannot end the loop by accident")
 try worker.sync { CFRunLoopStop(CFRunLoopGetCurrent()) }
 say("a task called CFRunLoopStop; the thread still serves: \(try worker.sync { "ok" })")
 
-step("5. Stop, draining what was accepted")
+step("5. Run-loop modes: the scroll-view lesson")
+let tracking = RunLoop.Mode("tracking")
+let defaultTicks = Counter()
+let commonTicks = Counter()
+let defaultTimer = try worker.schedule(every: .milliseconds(10), modes: [.default]) { _ in defaultTicks.add() }
+let commonTimer = try worker.schedule(every: .milliseconds(10), modes: [.common]) { _ in commonTicks.add() }
+try worker.addCommonMode(tracking)
+let (pausedTicks, liveTicks) = try worker.sync { () -> (Int, Int) in
+    // Like UIKit while a finger drags a scroll view: the loop runs in the tracking mode for 200 ms.
+    let (d, c) = (defaultTicks.value, commonTicks.value)
+    worker.runNested(in: tracking, until: .now + .milliseconds(200))
+    return (defaultTicks.value - d, commonTicks.value - c)
+}
+say("during a 200 ms nested run in \"tracking\": the default-mode timer ticked \(pausedTicks) times,")
+say("the common-mode timer \(liveTicks) times (a default-mode NSTimer stops while a scroll view scrolls)")
+defaultTimer.cancel()
+commonTimer.cancel()
+
+step("6. A stall monitor catches a stuck task")
+let stalls = DispatchSemaphore(value: 0)
+let monitor = try StallMonitor(threshold: .milliseconds(100)) { report in
+    print("   stall report: \(report)")
+    stalls.signal()
+}
+try monitor.watch(worker)
+try worker.perform(label: "parse feed") { usleep(250_000) }
+say("a task labelled \"parse feed\" blocks the worker for 250 ms ...")
+stalls.wait()
+try worker.sync {}
+monitor.unwatch(worker)
+
+step("7. Stop, draining what was accepted")
 let drained = Counter()
 try worker.perform { usleep(50_000) } // keeps the worker busy while the rest queues up
 for _ in 0..<10_000 { try worker.perform { drained.add() } }
@@ -46,7 +77,7 @@ say("queued 10,000 items behind a 50 ms task; stop(pending: .drain) ...")
 worker.stop(pending: .drain)
 say("stop returned after all \(drained.value) ran and the thread ended: \(worker)")
 
-step("6. Stop, discarding what waits")
+step("8. Stop, discarding what waits")
 let other = try LongThread(name: "demo.discard")
 let started = DispatchSemaphore(value: 0)
 let gate = DispatchSemaphore(value: 0)
