@@ -20,8 +20,28 @@ extension LongThread {
     ///   ``LongThreadError/noModes`` for an empty `modes`.
     public func perform(
         waitUntilDone: Bool = false,
-        modes: [RunLoop.Mode] = [.default],
+        modes: [RunLoop.Mode],
         label: String? = nil,
+        _ work: @escaping @Sendable () -> Void
+    ) throws(LongThreadError) {
+        try perform(waitUntilDone: waitUntilDone, modes: Optional(modes), label: label, work)
+    }
+
+    /// Queues `work` in the default mode, or runs it and waits: ``perform(waitUntilDone:modes:label:_:)``
+    /// with `modes: [.default]`, without building a modes array on each call.
+    public func perform(
+        waitUntilDone: Bool = false,
+        label: String? = nil,
+        _ work: @escaping @Sendable () -> Void
+    ) throws(LongThreadError) {
+        try perform(waitUntilDone: waitUntilDone, modes: nil, label: label, work)
+    }
+
+    @inline(__always)
+    private func perform(
+        waitUntilDone: Bool,
+        modes: [RunLoop.Mode]?,
+        label: String?,
         _ work: @escaping @Sendable () -> Void
     ) throws(LongThreadError) {
         if !waitUntilDone {
@@ -62,10 +82,20 @@ extension LongThread {
     /// but not state isolated to the caller's actor, which would then be touched from this thread.
     /// - Throws: what `work` throws, or a ``LongThreadError``.
     public func sync<T>(
-        modes: [RunLoop.Mode] = [.default],
+        modes: [RunLoop.Mode],
         label: String? = nil,
         _ work: sending () throws -> T
     ) throws -> T {
+        try sync(modes: Optional(modes), label: label, work)
+    }
+
+    /// Runs `work` on this thread in the default mode and returns its value:
+    /// ``sync(modes:label:_:)`` with `modes: [.default]`, without building a modes array.
+    public func sync<T>(label: String? = nil, _ work: sending () throws -> T) throws -> T {
+        try sync(modes: nil, label: label, work)
+    }
+
+    private func sync<T>(modes: [RunLoop.Mode]?, label: String?, _ work: sending () throws -> T) throws -> T {
         if isCurrent { return try work() }
         return try withoutActuallyEscaping(work) { escapable in
             let request = BlockingWork(escapable, label: label)
@@ -91,8 +121,22 @@ extension LongThread {
     /// - Callable from: any task or actor.
     /// - Throws: what `work` throws, `CancellationError`, or a ``LongThreadError``.
     public func run<T: Sendable>(
-        modes: [RunLoop.Mode] = [.default],
+        modes: [RunLoop.Mode],
         label: String? = nil,
+        _ work: @escaping @Sendable () throws -> T
+    ) async throws -> T {
+        try await run(modes: Optional(modes), label: label, work)
+    }
+
+    /// Runs `work` on this thread in the default mode and returns its value:
+    /// ``run(modes:label:_:)`` with `modes: [.default]`, without building a modes array.
+    public func run<T: Sendable>(label: String? = nil, _ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await run(modes: nil, label: label, work)
+    }
+
+    private func run<T: Sendable>(
+        modes: [RunLoop.Mode]?,
+        label: String?,
         _ work: @escaping @Sendable () throws -> T
     ) async throws -> T {
         if isCurrent {

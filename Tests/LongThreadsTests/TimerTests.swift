@@ -86,6 +86,29 @@ struct TimerTests {
         #expect(throws: LongThreadError.stopped) { try thread.perform(after: .zero) {} }
     }
 
+    @Test("a timer fires while a long batch of work is still queued (the drain yields to the loop)")
+    func timersRunUnderLoad() throws {
+        let thread = try LongThread(name: "lt-fair")
+        defer { thread.stop(pending: .discard) }
+        let gate = Latch()
+        let started = Latch()
+        try thread.perform { started.countDown(); gate.wait() }
+        #expect(started.wait())
+        let ran = Counter()
+        let runAtFire = Recorder<Int>()
+        let fired = Latch()
+        try thread.perform(after: .zero) {
+            runAtFire.record(ran.value)
+            fired.countDown()
+        }
+        // 2,000 items of 200 µs (0.4 s) queued behind the gate; they reach the thread as one batch.
+        for _ in 0..<2000 { try thread.perform { usleep(200); ran.increment() } }
+        gate.countDown()
+        #expect(fired.wait())
+        let atFire = try #require(runAtFire.events.first)
+        #expect(atFire < 2000, "the timer waited for the whole batch")
+    }
+
     @Test("run(after:) returns the work's value")
     func runAfter() async throws {
         let thread = try LongThread(name: "lt-run-after")

@@ -38,14 +38,16 @@ final class ThreadCore: @unchecked Sendable {
     let currentLabel = Locked<String?>(nil)
 
     // MARK: Loop thread only
+    // (`@exclusivity(unchecked)`: one thread touches these, and the drain reads them per item, where
+    // dynamic exclusivity checks showed up in profiles.)
     var engine: RunLoopEngine?
     /// Entries taken from the queue, not yet run: ones that may not run in the current mode stay
     /// here in order, and a run nested inside a task continues this batch before newer work.
-    var batch: [QueueEntry] = []
+    @exclusivity(unchecked) var batch: [QueueEntry] = []
     /// The first entry of `batch` not yet taken.
-    var batchHead = 0
+    @exclusivity(unchecked) var batchHead = 0
     /// How many drains are on the stack (a task may run the loop nested).
-    var drainDepth = 0
+    @exclusivity(unchecked) var drainDepth = 0
     /// The eligibility mask of the last mode a drain ran in, and the modes generation it saw.
     var eligibilityCache: (mode: String, mask: ModeTable.Mask)?
     var seenModesGeneration = 0

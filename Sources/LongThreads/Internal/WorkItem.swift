@@ -50,10 +50,11 @@ struct QueueEntry {
     var modes: ModeTable.Mask
 
     /// Moves the item out, leaving `.taken` so the closure is released when the caller is done with it.
+    /// A swap, not a copy and an overwrite: no retain/release pair per item.
     @inline(__always)
     mutating func take() -> WorkItem {
-        let item = self.item
-        self.item = .taken
+        var item = WorkItem.taken
+        swap(&item, &self.item)
         modes = 0
         return item
     }
