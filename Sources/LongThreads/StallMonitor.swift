@@ -68,7 +68,11 @@ public final class StallMonitor: Sendable {
         }
         for watch in watches { watch.cancel() }
         state.stop()
-        pthread_join(thread, nil)
+        if pthread_equal(thread, pthread_self()) != 0 {
+            pthread_detach(thread) // the handler dropped the last reference, on the monitor's thread
+        } else {
+            pthread_join(thread, nil)
+        }
     }
 
     /// Watches `thread` until it stops (or the monitor goes).
