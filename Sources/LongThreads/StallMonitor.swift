@@ -31,6 +31,7 @@ public final class StallMonitor: Sendable {
         /// Symbolic frames of the stalled thread, when captured (currently never, see the type).
         public var backtrace: [String]
 
+        /// One line for logs: the thread, the task's label, how long it has run.
         public var description: String {
             let what = label.map { "task \"\($0)\"" } ?? "a callout"
             let millis = Double(duration.components.seconds) * 1000 + Double(duration.components.attoseconds) / 1e15
