@@ -1,3 +1,4 @@
+import Foundation
 import Glibc
 import LongThreads
 
@@ -150,5 +151,3 @@ enum AFHTTPParser {
         return atEnd ? .complete(AFHTTPResponse(statusCode: code, headers: headers, body: body)) : .incomplete
     }
 }
-
-import Foundation

@@ -1,3 +1,5 @@
+import Glibc
+
 /// The daemon's command line.
 public struct DaemonOptions: Sendable, Equatable {
     /// The Unix-domain socket to listen on, if any.
@@ -67,5 +69,3 @@ public enum DaemonError: Error, Equatable, CustomStringConvertible {
         }
     }
 }
-
-import Glibc
