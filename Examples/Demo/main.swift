@@ -1,8 +1,10 @@
 // longthread-demo: a short tour of LongThread. Top-level code is @MainActor: every closure below is
 // written in main-actor code and runs on a LongThread, which a release build checks too.
+import AFNetworkingExample
 import CoreFoundation
 import Foundation
 import LongThreads
+import WeexExample
 
 func step(_ title: String) { print("\n== \(title)") }
 func say(_ line: String) { print("   \(line)") }
@@ -62,7 +64,7 @@ let monitor = try StallMonitor(threshold: .milliseconds(100)) { report in
     print("   stall report: \(report)")
     stalls.signal()
 }
-try monitor.watch(worker)
+monitor.watch(worker)
 try worker.perform(label: "parse feed") { usleep(250_000) }
 say("a task labelled \"parse feed\" blocks the worker for 250 ms ...")
 stalls.wait()
@@ -91,6 +93,42 @@ other.stop(waitUntilDone: false, pending: .discard)
 gate.signal()
 other.stop()
 say("a caller awaiting queued work was told: \(await waiter.value)")
+
+step("9. Weex: bridge and component threads, layout, results on the main run loop")
+let weex = try WeexExample.run(log: { say($0) })
+say("every step on its thread, unload drained: \(weex.threadsStopped)")
+
+step("10. AFNetworking 2: one shared network thread, requests over loopback HTTP")
+let af = try AFNetworkingExample.run(count: 40, log: { say($0) }, progress: { done, total in
+    if done % 10 == 0 || done == total { say("completed \(done)/\(total) on the serial callback queue") }
+})
+let ok = af.results.values.filter { (try? $0.get())?.statusCode == 200 }.count
+say("\(ok) responses 200; cancelled mid-flight -> \(af.results[af.cancelledIndex]!); closed port -> \(af.results[af.closedPortIndex]!)")
+say("completions per request: \(Set(af.completionCounts.values)) (exactly one each), thread \"\(af.networkThreadName ?? "?")\"")
+
+step("11. longthread-daemon: a journal on one LongThread, requests serialized onto it")
+let daemonURL = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("longthread-daemon")
+if FileManager.default.isExecutableFile(atPath: daemonURL.path) {
+    let journalURL = FileManager.default.temporaryDirectory.appendingPathComponent("longthread-demo-\(getpid()).journal")
+    let daemon = Process()
+    daemon.executableURL = daemonURL
+    daemon.arguments = ["--journal", journalURL.path, "--stdin"]
+    let (requests, replies) = (Pipe(), Pipe())
+    daemon.standardInput = requests
+    daemon.standardOutput = replies
+    daemon.standardError = FileHandle.nullDevice
+    try daemon.run()
+    requests.fileHandleForWriting.write(Data("APPEND first\nAPPEND second\nFROB\nCOUNT\n".utf8))
+    try requests.fileHandleForWriting.close() // end of input: the daemon drains, flushes, exits 0
+    let answered = String(decoding: replies.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    daemon.waitUntilExit()
+    for line in answered.split(separator: "\n") { say("reply: \(line)") }
+    let journal = (try? String(contentsOf: journalURL, encoding: .utf8)) ?? ""
+    say("exit status \(daemon.terminationStatus); journal: \(journal.replacingOccurrences(of: "\n", with: " | "))")
+    try? FileManager.default.removeItem(at: journalURL)
+} else {
+    say("(skipped: build the daemon first with `swift build`, as the README's demo command does)")
+}
 
 print("\nDone.")
 

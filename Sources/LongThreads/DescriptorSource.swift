@@ -100,7 +100,10 @@ extension LongThread {
     ) throws -> DescriptorSource {
         let source = try DescriptorSource(descriptor: descriptor, events: events, core: core, handler: handler)
         let port = source.port
-        let item = EngineItem.source(port: port, target: { [weak source] in source?.dispatch() }, onRelease: { close(port) })
+        let item = EngineItem.source(port: port, target: { [weak source, weak core] in
+            guard let source else { return }
+            if let core { core.runCallout { source.dispatch() } } else { source.dispatch() }
+        }, onRelease: { close(port) })
         source.handler.engineItem = item
         try core.register(source.handler, item: item, modes: modes)
         return source

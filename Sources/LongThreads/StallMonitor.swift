@@ -3,18 +3,21 @@ import Glibc
 import Synchronization
 
 /// Reports when one callout on a LongThread — a task or a timer — runs longer than a threshold:
-/// the lag monitor of the seeds, which watches run-loop activities to catch a stuck thread.
+/// the lag monitor of the seeds, which watches run-loop activity to catch a stuck thread.
 ///
-/// One monitor serves many threads, with one thread of its own (``threadName``). While every
-/// watched thread is idle the monitor sleeps with no timeout and costs no CPU; when a watched
-/// thread starts a callout it wakes the monitor once, and the monitor then sleeps until the
-/// earliest moment any running callout would cross the threshold. A stall is reported once per
-/// callout, within the threshold plus the monitor's wake-up latency (well under twice the
-/// threshold), to `handler` on the monitor's thread, and to the stalled thread's instrument.
+/// One monitor serves many threads, with one thread of its own (``threadName``). A LongThread
+/// records when each of its callouts begins (a drain of queued work, a timer, a descriptor
+/// handler) whether or not it is watched; a watched thread starting a callout wakes an idle
+/// monitor once, and the monitor then sleeps until the earliest moment a running callout would
+/// cross the threshold. While every watched thread is idle the monitor sleeps with no timeout and
+/// costs no CPU (after at most one more wake-up, at the last callout's due time). A stall is
+/// reported once per callout, while it still runs, within the threshold plus the monitor's
+/// wake-up latency (well under twice the threshold), to the stalled thread's instrument and then
+/// to `handler` on the monitor's thread. A callout already running when ``watch(_:)`` is called
+/// counts from its start.
 ///
-/// A callout is the time from `afterWaiting` or `beforeSources` to the next `beforeTimers`,
-/// `beforeWaiting` or `exit` in the thread's common modes. A task running the loop nested in a
-/// custom mode counts as one long callout.
+/// A task running the loop nested (``LongThread/runNested(in:until:while:)``) stays one callout:
+/// it is reported if the whole task runs past the threshold.
 ///
 /// The stalled thread's stack is not captured: that takes a signal, which would interrupt the
 /// thread's sleeping system calls with `EINTR`. The report names the thread and the task's label
@@ -44,7 +47,7 @@ public final class StallMonitor: Sendable {
 
     /// The longest a callout may run before it is reported.
     public let threshold: Duration
-    private let state: MonitorState
+    private let state: StallMonitorState
     private let thread: pthread_t
 
     /// Starts a monitor (and its thread) that reports callouts running longer than `threshold`.
@@ -56,18 +59,14 @@ public final class StallMonitor: Sendable {
     public init(threshold: Duration, handler: @escaping @Sendable (Report) -> Void) throws(LongThreadError) {
         precondition(threshold > .zero, "StallMonitor needs a positive threshold, got \(threshold)")
         self.threshold = threshold
-        let state = MonitorState(threshold: UInt64(threshold.clampedNanoseconds), handler: handler)
+        let state = StallMonitorState(threshold: UInt64(threshold.clampedNanoseconds), handler: handler)
         self.state = state
         thread = try PosixThread.spawn(options: .init()) { state.run() }
     }
 
     /// Stops watching every thread, stops the monitor and joins its thread.
     deinit {
-        let watches = state.watches.withLock { watches in
-            defer { watches = [] }
-            return watches
-        }
-        for watch in watches { watch.cancel() }
+        for core in state.watchedCores() { state.detach(from: core) }
         state.stop()
         if pthread_equal(thread, pthread_self()) != 0 {
             pthread_detach(thread) // the handler dropped the last reference, on the monitor's thread
@@ -76,45 +75,73 @@ public final class StallMonitor: Sendable {
         }
     }
 
-    /// Watches `thread` until it stops (or the monitor goes).
-    ///
-    /// - Throws: ``LongThreadError/stopped`` if the thread has begun stopping.
+    /// Watches `thread` until it stops, ``unwatch(_:)`` or the monitor goes. Idempotent.
     /// - Callable from: any thread.
-    public func watch(_ thread: LongThread) throws(LongThreadError) {
-        let watch = Watch(core: thread.core, monitor: state)
-        let item = EngineItem.observer(activities: Watch.activities, order: .min + 1) { [weak watch] activity in
-            watch?.observe(activity)
-        }
-        watch.engineItem = item
-        try thread.core.register(watch, item: item, modes: [.common])
-        state.watches.withLock { $0.append(watch) }
+    public func watch(_ thread: LongThread) {
+        state.attach(to: thread.core)
     }
 
     /// Stops watching `thread`.
     /// - Callable from: any thread.
     public func unwatch(_ thread: LongThread) {
-        let removed = state.watches.withLock { watches -> [Watch] in
-            let removed = watches.filter { $0.core === thread.core }
-            watches.removeAll { $0.core === thread.core }
-            return removed
-        }
-        for watch in removed { watch.cancel() }
+        state.detach(from: thread.core)
     }
 }
 
-/// What the monitor's thread and the watched threads share.
-private final class MonitorState: Sendable {
-    let threshold: UInt64
-    let handler: @Sendable (StallMonitor.Report) -> Void
-    let watches = Locked<[Watch]>([])
-    let bell = Doorbell()
+/// What a monitor's thread and the watched threads share.
+final class StallMonitorState: Sendable {
+    /// One watched thread.
+    private final class Watch: @unchecked Sendable {
+        weak var core: ThreadCore?
+        /// Monitor thread only: the callout start last reported, so each callout is reported once.
+        var reportedStart: UInt64 = 0
+        init(core: ThreadCore) { self.core = core }
+    }
+
+    private let threshold: UInt64
+    private let handler: @Sendable (StallMonitor.Report) -> Void
+    private let watches = Locked<[Watch]>([])
+    private let bell = Doorbell()
     /// True while the monitor sleeps with no timeout: the next thread to start a callout rings.
-    let idle = Atomic<Bool>(false)
-    let running = Atomic<Bool>(true)
+    private let idle = Atomic<Bool>(false)
+    private let running = Atomic<Bool>(true)
 
     init(threshold: UInt64, handler: @escaping @Sendable (StallMonitor.Report) -> Void) {
         self.threshold = threshold
         self.handler = handler
+    }
+
+    func attach(to core: ThreadCore) {
+        let added = watches.withLock { watches -> Bool in
+            guard !watches.contains(where: { $0.core === core }) else { return false }
+            watches.append(Watch(core: core))
+            return true
+        }
+        guard added else { return }
+        core.monitors.withLock { $0.append(self) }
+        core.isMonitored.store(true, ordering: .relaxed)
+        // A callout may be running already: look now.
+        bell.ring()
+    }
+
+    func detach(from core: ThreadCore) {
+        watches.withLock { $0.removeAll { $0.core === core || $0.core == nil } }
+        let remaining = core.monitors.withLock { monitors -> Int in
+            monitors.removeAll { $0 === self }
+            return monitors.count
+        }
+        if remaining == 0 { core.isMonitored.store(false, ordering: .relaxed) }
+    }
+
+    func watchedCores() -> [ThreadCore] {
+        watches.withLock { $0.compactMap(\.core) }
+    }
+
+    /// A watched thread's loop thread, right after it recorded a callout's start.
+    func threadBecameBusy() {
+        if idle.load(ordering: .sequentiallyConsistent), idle.exchange(false, ordering: .sequentiallyConsistent) {
+            bell.ring()
+        }
     }
 
     func stop() {
@@ -129,8 +156,9 @@ private final class MonitorState: Sendable {
             let seen = bell.value
             var next = scan()
             if next == nil {
-                // Announce the idle sleep, then look once more: a thread that went busy before the
-                // announcement is seen here, one after it rings (sequentially consistent pair).
+                // Announce the idle sleep, then look once more: a callout that began before the
+                // announcement is seen here, one after it rings (a sequentially consistent pair
+                // with ThreadCore.beginCallout).
                 idle.store(true, ordering: .sequentiallyConsistent)
                 next = scan()
                 if next != nil { idle.store(false, ordering: .sequentiallyConsistent) }
@@ -153,12 +181,13 @@ private final class MonitorState: Sendable {
             return watches
         }
         for watch in current {
-            let since = watch.busySince.load(ordering: .sequentiallyConsistent)
+            guard let core = watch.core else { continue }
+            let since = core.calloutStartedAt.load(ordering: .sequentiallyConsistent)
             if since == 0 || since == watch.reportedStart { continue }
             let due = since + threshold
             if now >= due {
                 watch.reportedStart = since
-                report(watch, runningFor: now - since)
+                report(core, runningFor: now - since)
             } else {
                 next = min(next ?? due, due)
             }
@@ -166,8 +195,7 @@ private final class MonitorState: Sendable {
         return next
     }
 
-    private func report(_ watch: Watch, runningFor nanoseconds: UInt64) {
-        guard let core = watch.core else { return }
+    private func report(_ core: ThreadCore, runningFor nanoseconds: UInt64) {
         let report = StallMonitor.Report(
             threadName: core.name,
             label: core.currentLabel.withLock { $0 },
@@ -176,48 +204,6 @@ private final class MonitorState: Sendable {
         )
         core.instrument?.record(.stall(report))
         handler(report)
-    }
-}
-
-/// One watched thread: its observer marks callouts busy or idle.
-private final class Watch: LoopAttachment, @unchecked Sendable {
-    static let activities = RunLoopActivity([.afterWaiting, .beforeSources, .beforeTimers, .beforeWaiting, .exit]).rawValue
-
-    // MARK: Immutable
-    weak var core: ThreadCore?
-    /// Strong: an observer callout may still run while the monitor goes away.
-    let monitor: MonitorState
-    // MARK: Written once before the observer is added (the thread's lock orders it)
-    var engineItem: EngineItem?
-    // MARK: Written by the watched thread, read by the monitor
-    /// When the running callout began (monotonic ns), or 0 while idle.
-    let busySince = Atomic<UInt64>(0)
-    // MARK: Monitor thread only
-    /// The `busySince` of the last callout reported, so each is reported once.
-    var reportedStart: UInt64 = 0
-
-    init(core: ThreadCore, monitor: MonitorState) {
-        self.core = core
-        self.monitor = monitor
-    }
-
-    /// Watched thread only.
-    func observe(_ activity: UInt) {
-        let activity = RunLoopActivity(rawValue: activity)
-        if activity.contains(.afterWaiting) || activity.contains(.beforeSources) {
-            busySince.store(CLongThreadsShims_monotonicNanoseconds(), ordering: .sequentiallyConsistent)
-            if monitor.idle.load(ordering: .sequentiallyConsistent),
-               monitor.idle.exchange(false, ordering: .sequentiallyConsistent) {
-                monitor.bell.ring()
-            }
-        } else {
-            busySince.store(0, ordering: .relaxed)
-        }
-    }
-
-    func cancel() {
-        engineItem?.invalidate()
-        core?.itemEnded(self)
     }
 }
 

@@ -14,7 +14,7 @@ struct StallMonitorTests {
         }
         let thread = try LongThread(name: "lt-stalled")
         defer { thread.stop() }
-        try monitor.watch(thread)
+        monitor.watch(thread)
         let stillRunning = Recorder<Bool>()
         try thread.perform(label: "parse feed") {
             // The task runs until the monitor has reported it: the report must come while it runs.
@@ -31,13 +31,49 @@ struct StallMonitorTests {
         #expect(report.description.contains("parse feed"))
     }
 
+    @Test("a callout already running when watch() is called is caught")
+    func calloutUnderWay() throws {
+        let thread = try LongThread(name: "lt-underway")
+        defer { thread.stop() }
+        let started = Latch()
+        let reported = Latch()
+        let stillRunning = Recorder<Bool>()
+        try thread.perform(label: "early") {
+            started.countDown()
+            stillRunning.record(reported.wait(timeout: .seconds(10)))
+        }
+        #expect(started.wait())
+        let monitor = try StallMonitor(threshold: .milliseconds(50)) { _ in reported.countDown() }
+        monitor.watch(thread)
+        try thread.sync {}
+        #expect(stillRunning.events == [true])
+    }
+
+    @Test("work picked up by a drain already under way is caught, round after round")
+    func repeatedWatchAndWork() throws {
+        let thread = try LongThread(name: "lt-rounds")
+        defer { thread.stop() }
+        for round in 0..<20 {
+            let reported = Latch()
+            let monitor = try StallMonitor(threshold: .milliseconds(20)) { _ in reported.countDown() }
+            // Keep a drain running, so the stalled item may join it instead of starting a pass.
+            for _ in 0..<50 { try thread.perform {} }
+            monitor.watch(thread)
+            let stillRunning = Recorder<Bool>()
+            try thread.perform(label: "round \(round)") { stillRunning.record(reported.wait(timeout: .seconds(5))) }
+            try thread.sync {}
+            #expect(stillRunning.events == [true], "round \(round)")
+            monitor.unwatch(thread)
+        }
+    }
+
     @Test("idle and briefly busy threads are not reported, and the idle monitor sleeps")
     func noFalseAlarm() throws {
         let reports = Recorder<StallMonitor.Report>()
         let monitor = try StallMonitor(threshold: .milliseconds(100)) { reports.record($0) }
         let thread = try LongThread(name: "lt-calm")
         defer { thread.stop() }
-        try monitor.watch(thread)
+        monitor.watch(thread)
         for _ in 0..<20 { try thread.sync { _ = usleep(1000) } }
         let watched = try thread.kernelThreadID()
         let monitorThread = try #require(ProcessCensus.threadIDs.first { ProcessCensus.name(ofThread: $0) == StallMonitor.threadName })
@@ -62,7 +98,7 @@ struct StallMonitorTests {
         let monitor = try StallMonitor(threshold: .milliseconds(50)) { _ in reported.countDown() }
         let thread = try LongThread(name: "lt-stall-instr", options: .init(instrument: events))
         defer { thread.stop() }
-        try monitor.watch(thread)
+        monitor.watch(thread)
         _ = try thread.sync { reported.wait(timeout: .seconds(10)) }
         #expect(events.names.contains("stall"))
     }

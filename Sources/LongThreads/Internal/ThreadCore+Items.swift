@@ -14,7 +14,10 @@ extension LongThreadTimer: LoopAttachment {}
 /// loop of a thread that has exited (that forms a retain cycle in CF and leaks the loop).
 extension ThreadCore {
     func schedule(_ timer: LongThreadTimer, after delay: Duration, modes: [RunLoop.Mode]) throws(LongThreadError) {
-        let item = EngineItem.timer(after: delay, interval: timer.interval) { [weak timer] in timer?.fire() }
+        let item = EngineItem.timer(after: delay, interval: timer.interval) { [weak self, weak timer] in
+            guard let timer else { return }
+            if let self { self.runCallout { timer.fire() } } else { timer.fire() }
+        }
         timer.engineItem = item
         try shared.withLock { (state: inout SharedState) throws(LongThreadError) in
             guard state.lifecycle.acceptsWork, let engine = state.engine else { throw LongThreadError.stopped }
@@ -22,6 +25,13 @@ extension ThreadCore {
             engine.add(item, modes: modes)
             state.timers[ObjectIdentifier(timer)] = timer
         }
+    }
+
+    /// Loop thread: a timer's or a descriptor source's callout, tracked for stall monitors.
+    func runCallout(_ body: () -> Void) {
+        _ = beginCallout()
+        defer { endCallout() }
+        body()
     }
 
     /// Loop thread: a timer fired; a one-shot timer has ended.

@@ -44,7 +44,8 @@ extension ThreadCore: RunLoopEngineDelegate {
 
     func engineServiceWork() {
         let eligible = currentEligibility()
-        let started = CLongThreadsShims_monotonicNanoseconds()
+        let started = beginCallout()
+        defer { endCallout() }
         drainDepth += 1
         defer { drainDepth -= 1 }
         var index = batchHead
@@ -172,6 +173,30 @@ extension ThreadCore: RunLoopEngineDelegate {
             guard let mode else { break }
             engine.run(modeNamed: mode)
         }
+    }
+
+    // MARK: - Callouts
+
+    /// Loop thread: a callout (drain, timer, descriptor handler) begins. Returns the time.
+    @inline(__always)
+    func beginCallout() -> UInt64 {
+        let now = CLongThreadsShims_monotonicNanoseconds()
+        calloutDepth += 1
+        if calloutDepth == 1 {
+            calloutStartedAt.store(now, ordering: .sequentiallyConsistent)
+            // After the store: a monitor that went idle before it is woken; one that goes idle
+            // after it sees the store (StallMonitorState.run).
+            if isMonitored.load(ordering: .relaxed) {
+                for monitor in monitors.withLock({ $0 }) { monitor.threadBecameBusy() }
+            }
+        }
+        return now
+    }
+
+    @inline(__always)
+    func endCallout() {
+        calloutDepth -= 1
+        if calloutDepth == 0 { calloutStartedAt.store(0, ordering: .relaxed) }
     }
 
     // MARK: - Helpers

@@ -36,6 +36,13 @@ final class ThreadCore: @unchecked Sendable {
     let modesGeneration = Atomic<Int>(0)
     /// The label of the item running now, if it has one (read by a stall monitor).
     let currentLabel = Locked<String?>(nil)
+    /// When the callout running now (a drain, a timer, a descriptor handler) began, monotonic ns;
+    /// 0 while the loop is between callouts. Written by the loop thread, read by stall monitors.
+    let calloutStartedAt = Atomic<UInt64>(0)
+    /// Whether a stall monitor watches this thread (then a callout's start may have to wake it).
+    let isMonitored = Atomic<Bool>(false)
+    /// The monitors watching this thread.
+    let monitors = Locked<[StallMonitorState]>([])
 
     // MARK: Loop thread only
     // (`@exclusivity(unchecked)`: one thread touches these, and the drain reads them per item, where
@@ -55,6 +62,8 @@ final class ThreadCore: @unchecked Sendable {
     var wakeUps = 0
     var timersFired = 0
     var discardedByLoop = 0
+    /// Callouts on the stack: a task running the loop nested stays one callout.
+    var calloutDepth = 0
     var announcedReady = false
     /// errno of a failed start, written before `ready` is signalled.
     var startError: Int32?

@@ -1,0 +1,35 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+// SwiftPM names a path dependency after its folder, so the library's identity is whatever the
+// clone's folder is called ("main" here, something else in a CI checkout).
+let libraryIdentity = Context.packageDirectory
+    .split(separator: "/").dropLast().last.map { $0.lowercased() } ?? "main"
+
+// A package of its own, so that the library itself keeps no dependency on SwiftNIO.
+let package = Package(
+    name: "LongThreadBenchmarks",
+    products: [
+        .executable(name: "longthread-bench", targets: ["LongThreadBench"]),
+    ],
+    dependencies: [
+        .package(path: "../"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.0"),
+    ],
+    targets: [
+        // What Swift cannot reach through Glibc: syscall(SYS_futex), gettid, CPU affinity masks,
+        // per-thread CPU clocks, mallinfo2, and the malloc counter (see bench_support.c).
+        .target(name: "CBenchSupport", path: "Sources/CBenchSupport"),
+        .executableTarget(
+            name: "LongThreadBench",
+            dependencies: [
+                "CBenchSupport",
+                .product(name: "LongThreads", package: libraryIdentity),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            path: "Sources/LongThreadBench"
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,106 @@
+#define _GNU_SOURCE
+#include "CBenchSupport.h"
+
+#include <errno.h>
+#include <linux/futex.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+// MARK: futex
+
+int bench_futex_wait(uint32_t *word, uint32_t expected) {
+    return (int)syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, expected, NULL, NULL, 0);
+}
+
+int bench_futex_wake(uint32_t *word, int count) {
+    return (int)syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, count, NULL, NULL, 0);
+}
+
+uint32_t bench_load_acquire(const uint32_t *word) {
+    return atomic_load_explicit((_Atomic uint32_t const *)word, memory_order_acquire);
+}
+
+void bench_store_release(uint32_t *word, uint32_t value) {
+    atomic_store_explicit((_Atomic uint32_t *)word, value, memory_order_release);
+}
+
+// MARK: threads
+
+pid_t bench_gettid(void) { return (pid_t)syscall(SYS_gettid); }
+
+// The mask the process started with, so that unpinning restores it rather than guessing "all CPUs".
+static cpu_set_t initial_mask;
+static pthread_once_t initial_mask_once = PTHREAD_ONCE_INIT;
+static void read_initial_mask(void) {
+    if (sched_getaffinity(0, sizeof initial_mask, &initial_mask) != 0) {
+        CPU_ZERO(&initial_mask);
+        for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) CPU_SET(cpu, &initial_mask);
+    }
+}
+
+int bench_pin_tid(pid_t tid, int cpu) {
+    pthread_once(&initial_mask_once, read_initial_mask);
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    return sched_setaffinity(tid, sizeof set, &set) == 0 ? 0 : errno;
+}
+
+int bench_pin_self(int cpu) { return bench_pin_tid(0, cpu); }
+
+int bench_unpin_tid(pid_t tid) {
+    pthread_once(&initial_mask_once, read_initial_mask);
+    return sched_setaffinity(tid, sizeof initial_mask, &initial_mask) == 0 ? 0 : errno;
+}
+
+// MARK: memory
+
+uint64_t bench_heap_in_use(void) {
+    struct mallinfo2 info = mallinfo2();
+    return (uint64_t)(info.uordblks + info.hblkhd);
+}
+
+// Counting allocations without LD_PRELOAD: this executable defines malloc and friends itself. The
+// dynamic linker binds every library's malloc (Swift runtime, Foundation, CF, Dispatch, NIO) to the
+// executable's definition first, and ours forwards to glibc's own entry points (__libc_malloc...),
+// so the allocator, free and mallinfo2 stay glibc's. free is not wrapped: it needs no counting.
+extern void *__libc_malloc(size_t size);
+extern void *__libc_calloc(size_t count, size_t size);
+extern void *__libc_realloc(void *pointer, size_t size);
+extern void *__libc_memalign(size_t alignment, size_t size);
+
+static _Atomic int counting;
+static _Atomic uint64_t allocations;
+
+static inline void count_one(void) {
+    if (atomic_load_explicit(&counting, memory_order_relaxed))
+        atomic_fetch_add_explicit(&allocations, 1, memory_order_relaxed);
+}
+
+void *malloc(size_t size) { count_one(); return __libc_malloc(size); }
+void *calloc(size_t count, size_t size) { count_one(); return __libc_calloc(count, size); }
+void *realloc(void *pointer, size_t size) { count_one(); return __libc_realloc(pointer, size); }
+void *memalign(size_t alignment, size_t size) { count_one(); return __libc_memalign(alignment, size); }
+void *aligned_alloc(size_t alignment, size_t size) { count_one(); return __libc_memalign(alignment, size); }
+
+int posix_memalign(void **result, size_t alignment, size_t size) {
+    if (alignment < sizeof(void *) || (alignment & (alignment - 1)) != 0) return EINVAL;
+    count_one();
+    void *pointer = __libc_memalign(alignment, size);
+    if (pointer == NULL) return ENOMEM;
+    *result = pointer;
+    return 0;
+}
+
+void bench_alloc_counting(int enabled) {
+    atomic_store_explicit(&counting, enabled, memory_order_seq_cst);
+}
+
+uint64_t bench_alloc_count(void) {
+    return atomic_load_explicit(&allocations, memory_order_seq_cst);
+}

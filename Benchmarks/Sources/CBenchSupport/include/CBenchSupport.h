@@ -1,0 +1,36 @@
+#ifndef CBENCHSUPPORT_H
+#define CBENCHSUPPORT_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+// MARK: futex (the round-trip floor)
+
+/// Sleeps while `*word == expected` (FUTEX_WAIT_PRIVATE). Returns 0, or -1 with errno.
+int bench_futex_wait(uint32_t *word, uint32_t expected);
+/// Wakes up to `count` sleepers on `word` (FUTEX_WAKE_PRIVATE).
+int bench_futex_wake(uint32_t *word, int count);
+uint32_t bench_load_acquire(const uint32_t *word);
+void bench_store_release(uint32_t *word, uint32_t value);
+
+// MARK: threads
+
+/// The kernel thread id of the caller (what /proc/self/task/TID names).
+pid_t bench_gettid(void);
+/// Pins the calling thread to one CPU. Returns 0 or an errno value.
+int bench_pin_self(int cpu);
+/// Pins a thread, by kernel id, to one CPU. Returns 0 or an errno value.
+int bench_pin_tid(pid_t tid, int cpu);
+/// Restores a thread (by kernel id, 0 = caller) to the affinity the process started with.
+int bench_unpin_tid(pid_t tid);
+
+// MARK: memory
+
+/// Bytes the allocator has handed out and not yet taken back (mallinfo2: arena + mmapped chunks).
+uint64_t bench_heap_in_use(void);
+/// Allocation calls (malloc, calloc, realloc, memalign family) counted while counting is on,
+/// process-wide. The counter is a relaxed atomic: it costs nothing measurable when off.
+void bench_alloc_counting(int enabled);
+uint64_t bench_alloc_count(void);
+
+#endif

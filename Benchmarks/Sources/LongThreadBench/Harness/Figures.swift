@@ -1,0 +1,134 @@
+import CBenchSupport
+import Glibc
+
+/// Every figure of issue 7, in table order.
+enum Figures {
+    static func all(_ settings: Settings) -> [Figure] {
+        var figures = [1, 2, 4].map(asyncThroughput)
+        figures += [roundTrip(pinned: false), roundTrip(pinned: true), lifecycle]
+        for size in settings.stopQueueSizes {
+            figures += [stopLatency(.drain, queued: size), stopLatency(.discard, queued: size)]
+        }
+        figures += [idle, memory, allocations]
+        return figures
+    }
+
+    // MARK: Throughput
+
+    /// N no-op closures posted by `producers` threads (N/producers each), timed from the moment
+    /// all producers are released until a round trip queued after the last post returns: every
+    /// contender's queue is FIFO, so that is when the last closure has run.
+    static func asyncThroughput(producers: Int) -> Figure {
+        Figure(
+            key: "async", rows: [Row(title: "async throughput, \(producers) producer\(producers == 1 ? "" : "s")",
+                                     unit: "M ops/s", higherIsBetter: true)],
+            requires: [.post, .roundTrip], summary: .medianPerRow,
+            measure: .each { type, settings in
+                let worker = must("start \(type.name)") { try type.init() }
+                must("warm \(type.name)") { try worker.roundTrip() }
+                let perProducer = settings.asyncItems / producers
+                let gate = Gate()
+                let threads = (0..<producers).map { _ in
+                    PosixThread.spawn {
+                        gate.arriveAndWait()
+                        for _ in 0..<perProducer { must("post") { try worker.post(noWork) } }
+                    }
+                }
+                gate.waitForArrivals(producers)
+                let start = nowNanoseconds()
+                gate.open()
+                threads.forEach { $0.join() }
+                must("round trip") { try worker.roundTrip() }
+                let elapsed = Double(nowNanoseconds() - start)
+                must("stop") { try worker.stop(.drain) }
+                return [Double(perProducer * producers) / elapsed * 1e3]
+            })
+    }
+
+    // MARK: Round trip
+
+    /// Latency of one no-op round trip from the main thread. Pinned: every thread of the process
+    /// (the caller, and the pool Dispatch uses) is pinned to one CPU, new workers inherit it, and
+    /// each worker pins itself from inside as well.
+    static func roundTrip(pinned: Bool) -> Figure {
+        let label = pinned ? "round trip, pinned to 1 CPU" : "round trip, unpinned"
+        return Figure(
+            key: pinned ? "pinned" : "roundtrip",
+            rows: ["p50", "p99", "p99.9"].map { Row(title: "\(label) \($0)", unit: "µs", higherIsBetter: false) },
+            requires: .roundTrip, summary: .pooledPercentiles([0.5, 0.99, 0.999]),
+            measure: .each { type, settings in
+                let worker = must("start \(type.name)") { try type.init() }
+                if pinned {
+                    let cpu = settings.pinnedCPU
+                    must("pin") {
+                        try worker.runOnWorker { precondition(bench_pin_self(cpu) == 0, "cannot pin to CPU \(cpu)") }
+                    }
+                }
+                for _ in 0..<settings.roundTripWarmUp { must("round trip") { try worker.roundTrip() } }
+                var samples: [Double] = []
+                samples.reserveCapacity(settings.roundTrips)
+                for _ in 0..<settings.roundTrips {
+                    let start = nowNanoseconds()
+                    must("round trip") { try worker.roundTrip() }
+                    samples.append(Double(nowNanoseconds() - start) / 1e3)
+                }
+                must("stop") { try worker.stop(.drain) }
+                return samples
+            },
+            setUp: { settings in if pinned { ProcFS.pinAllThreads(to: settings.pinnedCPU) } },
+            tearDown: { _ in if pinned { ProcFS.pinAllThreads(to: nil) } })
+    }
+
+    // MARK: Life and death
+
+    /// Create, one round trip, a draining stop that joins the thread: a worker's whole life.
+    static let lifecycle = Figure(
+        key: "lifecycle",
+        rows: [Row(title: "create + 1 sync task + stop + join", unit: "µs", higherIsBetter: false)],
+        requires: [], summary: .medianPerRow,
+        measure: .each { type, settings in
+            func cycle() -> Double {
+                let start = nowNanoseconds()
+                let worker = must("start \(type.name)") { try type.init() }
+                must("round trip") { try worker.roundTrip() }
+                must("stop") { try worker.stop(.drain) }
+                return Double(nowNanoseconds() - start) / 1e3
+            }
+            _ = cycle()
+            return [Statistics.median((0..<settings.lifecycles).map { _ in cycle() })]
+        })
+
+    /// A worker held busy by a gate item while `queued` no-ops are posted behind it; timed from
+    /// opening the gate to the return of a stop that has joined the thread.
+    static func stopLatency(_ pending: Pending, queued: Int) -> Figure {
+        let what = pending == .drain ? "drain" : "discard"
+        return Figure(
+            key: "stop",
+            rows: [Row(title: "stop (\(what)) with \(queued.formatted) queued", unit: "ms", higherIsBetter: false)],
+            requires: pending == .drain ? .post : [.post, .discard], summary: .medianPerRow,
+            measure: .each { type, _ in
+                let worker = must("start \(type.name)") { try type.init() }
+                let gate = Gate()
+                must("post") { try worker.post { gate.arriveAndWait() } }
+                for _ in 0..<queued { must("post") { try worker.post(noWork) } }
+                gate.waitForArrivals(1)
+                let start = nowNanoseconds()
+                gate.open()
+                must("stop") { try worker.stop(pending) }
+                return [Double(nowNanoseconds() - start) / 1e6]
+            })
+    }
+}
+
+extension Int {
+    /// 1000000 → "1,000,000".
+    var formatted: String {
+        let digits = String(self)
+        var result = ""
+        for (index, digit) in digits.enumerated() {
+            if index > 0 && (digits.count - index) % 3 == 0 { result += "," }
+            result.append(digit)
+        }
+        return result
+    }
+}

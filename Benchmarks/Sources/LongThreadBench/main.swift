@@ -1,0 +1,58 @@
+import CBenchSupport
+import Glibc
+
+// longthread-bench: every contender of issue 7, side by side, in one table.
+
+let contenders: [any Contender.Type] = [
+    LongThreadContender.self, FoundationThreadPeer.self, CFSource0Peer.self, DispatchPeer.self,
+    NIOPeer.self, CondvarPeer.self, FutexFloor.self, PthreadCreateFloor.self,
+]
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+if arguments.contains("--list") {
+    print("contenders: " + contenders.map { $0.name }.joined(separator: ", "))
+    print("figures: " + Set(Figures.all(Settings()).map(\.key)).sorted().joined(separator: ", "))
+    exit(0)
+}
+let settings = Settings.parse(arguments)
+
+// --only: each name selects contenders and/or figures; LongThread stays, every ratio needs it.
+func selected<T>(_ items: [T], _ name: (T) -> String) -> [T] {
+    let picked = items.filter { item in settings.only.contains { name(item).lowercased().contains($0) } }
+    return picked.isEmpty ? items : picked
+}
+var chosenContenders = selected(contenders) { $0.name }
+if !chosenContenders.contains(where: { $0 == LongThreadContender.self }) {
+    chosenContenders.insert(LongThreadContender.self, at: 0)
+}
+let chosenFigures = selected(Figures.all(settings)) { $0.key }
+
+// The allocation figure is only as good as the counter: check that a library's malloc (here the
+// Swift runtime's, allocating a string) goes through this executable's counting malloc.
+let countedBefore = bench_alloc_count()
+bench_alloc_counting(1)
+let probe = ProcFS.read("/proc/self/statm")
+bench_alloc_counting(0)
+precondition(bench_alloc_count() > countedBefore && probe != nil, "the malloc counter is not interposed")
+
+let machine = Machine.description()
+machine.forEach { Runner.progress($0) }
+let results = Runner.run(chosenFigures, chosenContenders, settings)
+
+print("## longthread-bench\(settings.quick ? " (--quick)" : "")\n")
+print(machine.map { "- \($0)" }.joined(separator: "\n"))
+print("- Repetitions: \(settings.repetitions) per figure, interleaved round-robin, a fresh worker each; "
+      + "async: \(settings.asyncItems.formatted) no-op closures per run; round trips: "
+      + "\(settings.roundTrips.formatted) per repetition (pooled for percentiles); idle period: "
+      + "\(settings.idleSeconds) s; \(settings.idleWorkers) idle workers for memory\n")
+print(Report.table(results, chosenContenders))
+print("\nLoad average at the end: \(Machine.loadAverage()) (1, 5, 15 min; 2 cores).")
+print("\nA peer's cell reads `value (r×)`: r is how many times better LongThread is than that peer on "
+      + "the row (throughput: LongThread ÷ peer; times, counts and sizes: peer ÷ LongThread); r > 1 "
+      + "means LongThread leads. Single values are medians over repetitions; percentiles pool all "
+      + "round trips. n/a: the contender cannot do that (see Benchmarks/README.md).\n")
+let bars = Report.bars(results)
+if !bars.isEmpty {
+    print("### Bars of issue 7\n")
+    print(bars.joined(separator: "\n"))
+}
