@@ -42,8 +42,8 @@ let package = Package(
         ),
 
         // MARK: - Examples
-        .target(name: "AFNetworkingExample", dependencies: ["LongThreads"], path: "Examples/AFNetworking"),
-        .target(name: "WeexExample", dependencies: ["LongThreads"], path: "Examples/Weex"),
+        .target(name: "AFNetworkingExample", dependencies: ["LongThreads"], path: "Examples/AFNetworking", exclude: ["README.md"]),
+        .target(name: "WeexExample", dependencies: ["LongThreads"], path: "Examples/Weex", exclude: ["README.md"]),
         .systemLibrary(name: "CLibBSD", path: "Sources/CLibBSD", providers: [.apt(["libbsd-dev"])]),
         .target(name: "DaemonExample", dependencies: ["LongThreads", "CLibBSD"], path: "Examples/Daemon/Sources"),
 

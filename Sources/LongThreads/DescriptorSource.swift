@@ -4,7 +4,9 @@ import Glibc
 
 /// What a descriptor is ready for.
 public struct DescriptorEvents: OptionSet, Sendable, Hashable {
+    /// The events as bits: 1 readable, 2 writable, 4 hang-up, 8 error.
     public let rawValue: UInt32
+    /// Events from their bits.
     public init(rawValue: UInt32) { self.rawValue = rawValue }
 
     /// Data can be read, or the peer closed its end (a read then returns 0).

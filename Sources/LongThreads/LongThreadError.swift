@@ -15,6 +15,7 @@ public enum LongThreadError: Error, Equatable, Sendable, CustomStringConvertible
     /// Work was posted in more distinct custom modes than one thread supports.
     case tooManyModes(limit: Int)
 
+    /// A sentence naming what happened, for logs.
     public var description: String {
         switch self {
         case .stopped: "LongThread: the thread is stopping or stopped and accepts no work"

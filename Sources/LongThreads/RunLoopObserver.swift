@@ -7,7 +7,9 @@ import Foundation
 /// timer or source that woke it; finally `exit`. A pass that handled a source polls again instead
 /// of sleeping, so no `beforeWaiting` follows it.
 public struct RunLoopActivity: OptionSet, Sendable, Hashable, CustomStringConvertible {
+    /// The activities as CoreFoundation's `CFRunLoopActivity` bits.
     public let rawValue: UInt
+    /// Activities from CoreFoundation's `CFRunLoopActivity` bits.
     public init(rawValue: UInt) { self.rawValue = rawValue }
 
     /// A run of the loop begins.
@@ -25,6 +27,7 @@ public struct RunLoopActivity: OptionSet, Sendable, Hashable, CustomStringConver
     /// Every activity.
     public static let all: RunLoopActivity = [.entry, .beforeTimers, .beforeSources, .beforeWaiting, .afterWaiting, .exit]
 
+    /// The activities' names, joined by `|`.
     public var description: String {
         let names: [(RunLoopActivity, String)] = [
             (.entry, "entry"), (.beforeTimers, "beforeTimers"), (.beforeSources, "beforeSources"),

@@ -31,6 +31,7 @@ public final class StallMonitor: Sendable {
         /// Symbolic frames of the stalled thread, when captured (currently never, see the type).
         public var backtrace: [String]
 
+        /// One line for logs: the thread, the task's label, how long it has run.
         public var description: String {
             let what = label.map { "task \"\($0)\"" } ?? "a callout"
             let millis = Double(duration.components.seconds) * 1000 + Double(duration.components.attoseconds) / 1e15
@@ -68,7 +69,11 @@ public final class StallMonitor: Sendable {
         }
         for watch in watches { watch.cancel() }
         state.stop()
-        pthread_join(thread, nil)
+        if pthread_equal(thread, pthread_self()) != 0 {
+            pthread_detach(thread) // the handler dropped the last reference, on the monitor's thread
+        } else {
+            pthread_join(thread, nil)
+        }
     }
 
     /// Watches `thread` until it stops (or the monitor goes).

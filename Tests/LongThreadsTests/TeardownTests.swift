@@ -40,6 +40,25 @@ struct TeardownTests {
         #expect(handleGone.events == [true])
     }
 
+    @Test("the last reference released by CF's thread-exit finaliser does not make the thread join itself")
+    func lastReferenceReleasedAtThreadExit() throws {
+        let holder = Holder()
+        holder.thread = try LongThread(name: "lt-tsd-drop")
+        let tid = try holder.thread!.kernelThreadID()
+        let posted = Latch()
+        try holder.thread!.perform { [holder] in
+            posted.wait()
+            // A block for a mode the loop never runs: CF frees it when the thread exits, after the
+            // thread's own bookkeeping ended; it holds the last reference.
+            let last = holder.thread!
+            holder.thread = nil
+            RunLoop.current.perform(inModes: [RunLoop.Mode("never")]) { _ = last }
+            last.stop(waitUntilDone: false)
+        }
+        posted.countDown()
+        #expect(ProcessCensus.threadGone(tid))
+    }
+
     @Test("a thread whose owner is gone exits the next time its loop wakes")
     func ownerDeallocated() throws {
         var owner: Tracked? = Tracked()

@@ -1,1 +1,3 @@
-print("longthread-daemon: work in progress")
+import DaemonExample
+
+Daemon.main()

@@ -63,6 +63,12 @@ extension ThreadCore {
         if !shared.withLock({ $0.lifecycle.hasThread }) { return true }
         guard exited.wait(timeout: timeout) else { return false }
         switch shared.withLock({ $0.lifecycle.claimJoin() }) {
+        case .join(let thread) where pthread_equal(thread, pthread_self()) != 0:
+            // The last handle died during the thread's own exit (a block CF frees in its thread-exit
+            // finaliser held it): it cannot join itself, so it detaches.
+            pthread_detach(thread)
+            shared.withLock { $0.lifecycle.joinFinished() }
+            joined.signal()
         case .join(let thread):
             let rc = pthread_join(thread, nil)
             precondition(rc == 0, "BUG IN LongThreads (please report): pthread_join failed with \(rc)")
