@@ -1,7 +1,7 @@
 import LongThreads
 import ServiceLifecycle
 
-/// A swift-service-lifecycle `Service` backed by a ``LongThreads/LongThread``: its `run()` lasts
+/// A swift-service-lifecycle `Service` backed by a `LongThread`: its `run()` lasts
 /// as long as the thread, and a graceful shutdown drains and stops the thread.
 ///
 /// ```swift
