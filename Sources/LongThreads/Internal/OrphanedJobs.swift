@@ -56,8 +56,4 @@ enum OrphanedJobs {
         }
     }
 
-    /// Successors with jobs pending, for tests.
-    static var pendingForTesting: Int {
-        successors.withLock { $0.values.reduce(0) { $0 + $1.pending } }
-    }
 }
