@@ -55,5 +55,4 @@ enum OrphanedJobs {
             table[key] = successor.pending == 0 ? nil : successor
         }
     }
-
 }
