@@ -8,6 +8,11 @@ enum WorkItem {
     /// Fire-and-forget work with a label for stall reports (the label costs an allocation).
     case labeled(LabeledWork)
     case waiting(any WaitingWork)
+    /// A Swift concurrency job (an actor pinned to the thread, or a task preferring it as its task
+    /// executor): two words, no allocation, no reference counting per job. The core is unretained:
+    /// the pthread holds it while the loop runs, and every discard site holds it too.
+    /// See `ThreadCore+Executor.swift`.
+    case job(UnownedJob, Unmanaged<ThreadCore>)
     /// A slot whose item was taken out (run or discarded). Never run.
     case taken
 
@@ -18,6 +23,7 @@ enum WorkItem {
         case .fireAndForget(let work): work()
         case .labeled(let work): work.work()
         case .waiting(let work): work.run()
+        case .job(let job, let core): core._withUnsafeGuaranteedRef { $0.runJob(job) }
         case .taken: break
         }
     }
@@ -26,7 +32,7 @@ enum WorkItem {
     @inline(__always)
     var label: String? {
         switch self {
-        case .fireAndForget, .taken: nil
+        case .fireAndForget, .job, .taken: nil
         case .labeled(let work): work.label
         case .waiting(let work): work.label
         }
@@ -39,8 +45,14 @@ enum WorkItem {
     }
 
     /// Tells the waiter `LongThreadError.discarded`; the closure is released with the item.
+    /// A job has nobody to tell and must run exactly once, so it is handed to the thread's
+    /// successor instead (`OrphanedJobs`), which runs it after the thread has ended.
     func discard() {
-        if case .waiting(let work) = self { work.discard() }
+        switch self {
+        case .waiting(let work): work.discard()
+        case .job(let job, let core): OrphanedJobs.adopt(job, of: core.takeUnretainedValue())
+        case .fireAndForget, .labeled, .taken: break
+        }
     }
 }
 

@@ -1,0 +1,60 @@
+/// The executor path: Swift concurrency jobs ride the same queue as `perform` work.
+///
+/// The core, not the `LongThread` handle, is the executor's identity (`asUnownedSerialExecutor()`
+/// wraps the core): the core lives as long as the pthread and is what a queued job can point at
+/// without a reference count, whereas the handle may die on the thread while jobs still wait (its
+/// `deinit` then drains them), and reaching it from the core is a weak load.
+extension ThreadCore: SerialExecutor, TaskExecutor {
+    /// Any thread. Queues `job` as a source0 item in the default mode, FIFO with `perform` work;
+    /// once a stop has begun, hands it to the thread's successor instead (see `OrphanedJobs`).
+    @inline(__always)
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        do {
+            // Modes nil: the default mode, without building an array per job.
+            try enqueue(.job(job, Unmanaged.passUnretained(self)), modes: nil)
+        } catch {
+            // With the default mode the only error is `.stopped`: the runtime has nobody to throw
+            // to, and a job that never runs hangs its task for ever.
+            OrphanedJobs.adopt(job, of: self)
+        }
+    }
+
+    func asUnownedSerialExecutor() -> UnownedSerialExecutor {
+        UnownedSerialExecutor(ordinary: self)
+    }
+
+    func asUnownedTaskExecutor() -> UnownedTaskExecutor {
+        UnownedTaskExecutor(ordinary: self)
+    }
+
+    /// Loop thread, or the successor after the thread ended. Runs `job` isolated to this executor
+    /// and with this executor as its task executor: one method serves both protocols (their
+    /// `enqueue` requirements are the same function), and on a one-thread executor both claims are
+    /// true, since nothing else runs on the thread meanwhile.
+    @inline(__always)
+    func runJob(_ job: UnownedJob) {
+        job.runSynchronously(isolatedTo: asUnownedSerialExecutor(), taskExecutor: asUnownedTaskExecutor())
+    }
+
+    /// Any thread. The runtime asks this when it cannot prove isolation from its own bookkeeping:
+    /// inside `perform`, `sync` or `run` work, and in callbacks (timers, observers) on the thread.
+    /// Everything on the thread is serial with the thread's jobs, so being on it is being isolated.
+    func isIsolatingCurrentContext() -> Bool? {
+        isCurrent
+    }
+
+    /// Any thread. Traps off the thread: see `LongThread.checkIsolated()`.
+    func checkIsolated() {
+        guard !isCurrent else { return }
+        let here = ThreadCore.current.map { "LongThread \(Self.quoted($0.name))" } ?? "a thread that is not this LongThread"
+        preconditionFailure(
+            "BUG DETECTED: code isolated to LongThread \(Self.quoted(name)) (an actor pinned to it, or assumeIsolated) "
+                + "ran on \(here); it may touch that thread's state concurrently with it"
+        )
+    }
+
+    private static func quoted(_ name: String?) -> String {
+        name.map { "\"\($0)\"" } ?? "(unnamed)"
+    }
+}

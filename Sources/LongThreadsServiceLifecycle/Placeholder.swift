@@ -1,1 +1,0 @@
-// WORK IN PROGRESS: replaced before landing.

@@ -1,0 +1,79 @@
+import Logging
+import LongThreads
+import LongThreadsLogging
+import Testing
+
+@Suite("LoggingInstrument")
+struct LoggingInstrumentTests {
+    @Test("start, stop requested and stopped are logged with the thread's name and the drain counts")
+    func lifecycleIsLogged() throws {
+        let store = RecordingLogHandler.Store()
+        let instrument = LoggingInstrument(logger: store.logger())
+        let thread = try LongThread(name: "lt-log", options: .init(instrument: instrument))
+        for _ in 0..<5 { try thread.perform {} }
+        thread.stop()
+
+        let messages = store.records.map(\.message)
+        #expect(messages == ["LongThread started", "LongThread stop requested", "LongThread stopped"])
+        #expect(store.records.allSatisfy { $0.level == .info && $0.metadata["longthread.name"] == "lt-log" })
+        let requested = try #require(store.records(withMessage: "LongThread stop requested").first)
+        #expect(requested.metadata["longthread.pending"] == "drain")
+        let stopped = try #require(store.records(withMessage: "LongThread stopped").first)
+        #expect(stopped.metadata["longthread.tasks.run"] == "5")
+        #expect(stopped.metadata["longthread.tasks.discarded"] == "0")
+    }
+
+    @Test("a discarding stop logs how many items it dropped")
+    func discardCountIsLogged() async throws {
+        let store = RecordingLogHandler.Store()
+        let thread = try LongThread(name: "lt-log-dis", options: .init(instrument: LoggingInstrument(logger: store.logger())))
+        let gate = Latch()
+        try await thread.block(until: gate)
+        for _ in 0..<7 { try thread.perform {} }
+        thread.stop(waitUntilDone: false, pending: .discard)
+        gate.countDown()
+        thread.stop()
+        let requested = try #require(store.records(withMessage: "LongThread stop requested").first)
+        #expect(requested.metadata["longthread.pending"] == "discard")
+        let stopped = try #require(store.records(withMessage: "LongThread stopped").first)
+        #expect(stopped.metadata["longthread.tasks.run"] == "1")
+        #expect(stopped.metadata["longthread.tasks.discarded"] == "7")
+    }
+
+    @Test("a stall is logged at warning with the task's label, while the task still runs")
+    func stallIsLoggedAtWarning() async throws {
+        let store = RecordingLogHandler.Store()
+        let thread = try LongThread(name: "lt-log-stall", options: .init(instrument: LoggingInstrument(logger: store.logger())))
+        defer { thread.stop() }
+        let monitor = try StallMonitor(threshold: .milliseconds(20)) { _ in }
+        defer { monitor.unwatch(thread) }
+        try monitor.watch(thread)
+        let gate = Latch()
+        // Posted from a timer, i.e. in a run-loop pass that begins after `watch` returned: a pass
+        // already under way when the monitor starts watching (the thread's first pass right after
+        // `init`, say) is not tracked.
+        try thread.perform(after: .milliseconds(1)) {
+            try? thread.perform(label: "parse feed") { gate.wait() }
+        }
+        // The task holds the thread until the report is in: the test waits for the event, not a time.
+        let reported = await eventually { !store.records(withMessage: "LongThread stalled").isEmpty }
+        gate.countDown()
+        #expect(reported)
+        let stall = try #require(store.records(withMessage: "LongThread stalled").first)
+        #expect(stall.level == .warning)
+        #expect(stall.metadata["longthread.name"] == "lt-log-stall")
+        #expect(stall.metadata["longthread.task.label"] == "parse feed")
+        #expect(stall.metadata["longthread.stall.ms"] != nil)
+    }
+
+    @Test("levels are configurable: lifecycle records below the logger's level are not emitted")
+    func levelsAreConfigurable() throws {
+        let store = RecordingLogHandler.Store()
+        var logger = store.logger()
+        logger.logLevel = .info
+        let instrument = LoggingInstrument(logger: logger, lifecycleLevel: .debug)
+        let thread = try LongThread(name: "lt-log-lvl", options: .init(instrument: instrument))
+        thread.stop()
+        #expect(store.records.isEmpty)
+    }
+}
