@@ -47,7 +47,7 @@ struct LoggingInstrumentTests {
         defer { thread.stop() }
         let monitor = try StallMonitor(threshold: .milliseconds(20)) { _ in }
         defer { monitor.unwatch(thread) }
-        try monitor.watch(thread)
+        monitor.watch(thread)
         let gate = Latch()
         // Posted from a timer, i.e. in a run-loop pass that begins after `watch` returned: a pass
         // already under way when the monitor starts watching (the thread's first pass right after

@@ -49,7 +49,7 @@ struct MetricsInstrumentTests {
         defer { thread.stop() }
         let monitor = try StallMonitor(threshold: .milliseconds(20)) { _ in }
         defer { monitor.unwatch(thread) }
-        try monitor.watch(thread)
+        monitor.watch(thread)
         let gate = Latch()
         // In a pass that begins after `watch` returned (see LoggingInstrumentTests).
         try thread.perform(after: .milliseconds(1)) {

@@ -63,7 +63,8 @@ struct TeardownTests {
     func ownerDeallocated() throws {
         var owner: Tracked? = Tracked()
         let thread = try LongThread(name: "lt-owner", owner: owner)
-        try thread.sync {}
+        let tid = try thread.kernelThreadID()
+        #expect(waitUntil { threadIsSleeping(tid) }) // the pass that ran the sync has ended
         owner = nil
         #expect(thread.isRunning) // nothing woke the loop yet
         try thread.perform {} // wakes it: the owner check ends the loop after this item
