@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The test command of README.md: the suite, then the suite under ThreadSanitizer and under
-# AddressSanitizer (LeakSanitizer included), then the demo built in release mode (closures from
-# top-level @MainActor code must run on a LongThread without tripping isolation checks there too).
+# AddressSanitizer (LeakSanitizer included), each followed by a bounded mixed run of the
+# stop-and-teardown stress tool built with the same sanitizer, then the demo built in release mode
+# (closures from top-level @MainActor code must run on a LongThread without tripping isolation
+# checks there too). STRESS_SECONDS sets the length of each stress run (default 45).
 # XCTest's own runner is disabled: there are no XCTests, and LeakSanitizer reports its leaks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,9 +12,14 @@ echo "== swift test"
 swift test --disable-xctest
 echo "== swift test --sanitize=thread"
 swift test --disable-xctest --sanitize=thread --scratch-path .build-tsan
+echo "== longthread-stress under ThreadSanitizer"
+.build-tsan/debug/longthread-stress --duration "${STRESS_SECONDS:-45}" --cycles 1000000 --quiet
 echo "== swift test --sanitize=address"
 LSAN_OPTIONS="suppressions=$PWD/scripts/lsan-suppressions.txt:print_suppressions=0" \
     swift test --disable-xctest --sanitize=address --scratch-path .build-asan
+echo "== longthread-stress under AddressSanitizer"
+LSAN_OPTIONS="suppressions=$PWD/scripts/lsan-suppressions.txt:print_suppressions=0" \
+    .build-asan/debug/longthread-stress --duration "${STRESS_SECONDS:-45}" --cycles 1000000 --quiet
 echo "== longthread-demo, release build"
 swift run -c release longthread-demo > /dev/null
 echo "demo: ok"

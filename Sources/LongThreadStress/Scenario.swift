@@ -1,0 +1,275 @@
+import CLongThreadsShims
+import Foundation
+import LongThreads
+
+/// One stop-and-teardown situation; each cycle of the tool runs one on a fresh LongThread.
+enum Scenario: String, CaseIterable, Sendable {
+    case stopRacingProducers = "stop-racing-producers"
+    case concurrentStops = "concurrent-stops"
+    case lastReferenceElsewhere = "last-reference-elsewhere"
+    case lastReferenceOnThread = "last-reference-on-thread"
+    case ownerDeallocated = "owner-deallocated"
+    case stopFromInside = "stop-from-inside"
+    case performAfterStop = "perform-after-stop"
+    case syncWaitersDiscard = "sync-waiters-discard"
+    case stopDuringNestedRun = "stop-during-nested-run"
+    case stopWithPendingTimers = "stop-with-pending-timers"
+    case longTaskDuringStop = "long-task-during-stop"
+    case millionQueued = "million-queued"
+
+    var summary: String {
+        switch self {
+        case .stopRacingProducers: "producers post (async and sync) while stop(drain|discard) comes at a random moment"
+        case .concurrentStops: "several threads call stop at once, mixing drain and discard"
+        case .lastReferenceElsewhere: "the last reference is dropped on another thread while producers post"
+        case .lastReferenceOnThread: "the last reference is dropped by a task on the thread itself"
+        case .ownerDeallocated: "the owner goes away while producers post"
+        case .stopFromInside: "a task on the thread calls stop"
+        case .performAfterStop: "every post after stop must throw .stopped"
+        case .syncWaitersDiscard: "sync waiters blocked behind a task while a discarding stop comes"
+        case .stopDuringNestedRun: "stop while a task runs the loop nested in another mode"
+        case .stopWithPendingTimers: "stop while timers are pending: each fired or was cancelled"
+        case .longTaskDuringStop: "a long task runs while stop waits"
+        case .millionQueued: "stop with a million items still queued (drain or discard)"
+        }
+    }
+
+    /// Picks a scenario for a mixed run; the million-item one is heavy, so it comes rarely.
+    static func random(using rng: inout SeededGenerator) -> Scenario {
+        if Int.random(in: 0..<100, using: &rng) == 0 { return .millionQueued }
+        return allCases.filter { $0 != .millionQueued }.randomElement(using: &rng)!
+    }
+}
+
+/// The random choices of one cycle, drawn up front so a seed replays them exactly.
+struct CycleChoices {
+    let pending: LongThread.PendingWork
+    let items: Int
+    let waitEvery: Int
+    let delayMicroseconds: UInt32
+    let taskMicroseconds: UInt32
+
+    init(using rng: inout SeededGenerator) {
+        pending = Bool.random(using: &rng) ? .drain : .discard
+        items = Int.random(in: 50...400, using: &rng)
+        waitEvery = [0, 3, 7, 16].randomElement(using: &rng)!
+        delayMicroseconds = UInt32.random(in: 0...2_000, using: &rng)
+        taskMicroseconds = UInt32.random(in: 1_000...15_000, using: &rng)
+    }
+}
+
+/// What one cycle found.
+struct CycleResult {
+    var accepted = 0
+    var tasksRun = 0
+    var discarded = 0
+    var waitersToldDiscarded = 0
+    var refused = 0
+    var lost = 0
+    var problems: [String] = []
+}
+
+final class Holder: @unchecked Sendable {
+    private let lock = NSLock()
+    private var strong: LongThread?
+    init(_ thread: LongThread?) { strong = thread }
+    func take() -> LongThread? { lock.withLock { defer { strong = nil }; return strong } }
+    func peek() -> LongThread? { lock.withLock { strong } }
+}
+
+final class Tally: @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+    func add() { lock.withLock { count += 1 } }
+    var value: Int { lock.withLock { count } }
+}
+
+final class WeakHandle: @unchecked Sendable {
+    weak var thread: LongThread?
+    init(_ thread: LongThread) { self.thread = thread }
+}
+
+/// Posts `items` items, every `waitEvery`-th with `sync` (0: none), recording each in `ledger`.
+func produce(items: Int, waitEvery: Int, ledger: Ledger, thread: () -> LongThread?) {
+    for index in 0..<items {
+        guard let target = thread() else { return }
+        let id = ledger.newItem()
+        do {
+            if waitEvery > 0, index % waitEvery == 0 {
+                do {
+                    try target.sync { ledger.ran(id) }
+                    ledger.waited(id, ran: true)
+                } catch LongThreadError.discarded {
+                    ledger.waited(id, ran: false)
+                }
+            } else {
+                try target.perform { ledger.ran(id) }
+                ledger.acceptedItem()
+            }
+        } catch {
+            ledger.refusedItem()
+        }
+    }
+}
+
+/// Runs `scenario` once on a fresh thread.
+func runCycle(_ scenario: Scenario, choices: CycleChoices, producers: Int, hangTimeout: Duration) throws -> CycleResult {
+    let ledger = Ledger()
+    var discardedByThread = 0
+    var problems: [String] = []
+    func startProducers(_ count: Int, thread: @escaping @Sendable () -> LongThread?) -> [pthread_t] {
+        (0..<count).map { _ in spawn { produce(items: choices.items, waitEvery: choices.waitEvery, ledger: ledger, thread: thread) } }
+    }
+    func expectEnded(_ thread: LongThread, _ what: String) {
+        if !thread.waitUntilExit(timeout: hangTimeout) { problems.append("\(what): the thread did not end") }
+    }
+
+    switch scenario {
+    case .stopRacingProducers, .longTaskDuringStop:
+        let thread = try LongThread(name: "stress")
+        if scenario == .longTaskDuringStop { try thread.perform { usleep(choices.taskMicroseconds) } }
+        let workers = startProducers(producers) { thread }
+        usleep(choices.delayMicroseconds)
+        thread.stop(pending: choices.pending)
+        join(workers)
+        discardedByThread = thread.statistics.discarded
+
+    case .concurrentStops:
+        let thread = try LongThread(name: "stress")
+        let workers = startProducers(producers) { thread }
+        usleep(choices.delayMicroseconds)
+        let notEnded = Tally()
+        let stoppers = (0..<3).map { index in
+            spawn {
+                thread.stop(pending: index == 0 ? choices.pending : .drain)
+                if !thread.waitUntilExit(timeout: .zero) { notEnded.add() }
+            }
+        }
+        join(stoppers + workers)
+        if notEnded.value > 0 { problems.append("\(notEnded.value) stop calls returned before the thread ended") }
+        discardedByThread = thread.statistics.discarded
+
+    case .lastReferenceElsewhere:
+        let holder = Holder(try LongThread(name: "stress"))
+        let weak = WeakHandle(holder.peek()!)
+        let workers = startProducers(producers) { weak.thread }
+        usleep(choices.delayMicroseconds)
+        join([spawn { _ = holder.take() }] + workers)
+        if weak.thread != nil { problems.append("the thread outlived its last reference") }
+
+    case .lastReferenceOnThread:
+        let holder = Holder(try LongThread(name: "stress"))
+        let weak = WeakHandle(holder.peek()!)
+        let tid = try holder.peek()!.sync { CurrentThread.id }
+        // Drops the holder's reference on the thread; a producer's may still be the last one.
+        try holder.peek()!.perform { _ = holder.take() }
+        let workers = startProducers(producers) { weak.thread }
+        join(workers)
+        if !waitForExit(tid: tid, timeout: hangTimeout) { problems.append("the thread did not end after its last reference") }
+
+    case .ownerDeallocated:
+        var owner: NSObject? = NSObject()
+        let thread = try LongThread(name: "stress", owner: owner)
+        let workers = startProducers(producers) { thread }
+        usleep(choices.delayMicroseconds)
+        owner = nil
+        try? thread.perform {} // wakes the loop, which then finds the owner gone
+        join(workers)
+        expectEnded(thread, "owner gone")
+
+    case .stopFromInside:
+        let thread = try LongThread(name: "stress")
+        let workers = startProducers(producers) { thread }
+        usleep(choices.delayMicroseconds)
+        try? thread.perform { thread.stop() }
+        join(workers)
+        expectEnded(thread, "stop from inside")
+
+    case .performAfterStop:
+        let thread = try LongThread(name: "stress")
+        thread.stop(pending: choices.pending)
+        join(startProducers(producers) { thread })
+        if ledger.accepted != 0 { problems.append("\(ledger.accepted) posts accepted after stop") }
+
+    case .syncWaitersDiscard:
+        let thread = try LongThread(name: "stress")
+        let gate = DispatchSemaphore(value: 0)
+        try thread.perform { gate.wait() }
+        let waiters = (0..<producers).map { _ in
+            spawn { produce(items: 5, waitEvery: 1, ledger: ledger) { thread } }
+        }
+        usleep(choices.delayMicroseconds)
+        thread.stop(waitUntilDone: false, pending: .discard)
+        gate.signal()
+        thread.stop()
+        join(waiters)
+        discardedByThread = thread.statistics.discarded
+
+    case .stopDuringNestedRun:
+        let thread = try LongThread(name: "stress")
+        let tracking = RunLoop.Mode("tracking")
+        try thread.perform { thread.runNested(in: tracking, until: .now + .seconds(5)) }
+        let workers = (0..<producers).map { index in
+            spawn {
+                for _ in 0..<choices.items {
+                    let id = ledger.newItem()
+                    do {
+                        try thread.perform(modes: index % 2 == 0 ? [tracking] : [.default]) { ledger.ran(id) }
+                        ledger.acceptedItem()
+                    } catch { ledger.refusedItem() }
+                }
+            }
+        }
+        usleep(choices.delayMicroseconds)
+        thread.stop(pending: choices.pending)
+        join(workers)
+        discardedByThread = thread.statistics.discarded
+
+    case .stopWithPendingTimers:
+        let thread = try LongThread(name: "stress")
+        let timers = (0..<choices.items / 10).compactMap { index in
+            try? thread.perform(after: .microseconds(Int(choices.delayMicroseconds) * (index % 20))) {}
+        }
+        usleep(choices.delayMicroseconds * 5)
+        thread.stop(pending: choices.pending)
+        if let pending = timers.first(where: { !$0.isCancelled }) {
+            problems.append("a timer neither fired nor was cancelled: \(pending)")
+        }
+        if thread.statistics.pendingTimers != 0 { problems.append("timers still pending after stop") }
+
+    case .millionQueued:
+        let thread = try LongThread(name: "stress")
+        let gate = DispatchSemaphore(value: 0)
+        try thread.perform { gate.wait() }
+        for _ in 0..<1_000_000 {
+            let id = ledger.newItem()
+            try thread.perform { ledger.ran(id) }
+            ledger.acceptedItem()
+        }
+        thread.stop(waitUntilDone: false, pending: choices.pending)
+        gate.signal()
+        thread.stop()
+        discardedByThread = thread.statistics.discarded
+    }
+
+    let (lost, found) = ledger.lost(discardedByThread: discardedByThread)
+    return CycleResult(
+        accepted: ledger.accepted, tasksRun: ledger.tasksRun, discarded: discardedByThread,
+        waitersToldDiscarded: ledger.waitersToldDiscarded, refused: ledger.refused,
+        lost: lost, problems: problems + found
+    )
+}
+
+enum CurrentThread {
+    static var id: Int32 { CLongThreadsShims_gettid() }
+}
+
+/// Waits until thread `tid` has left the process (a detached thread, which nobody joins).
+func waitForExit(tid: Int32, timeout: Duration) -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while FileManager.default.fileExists(atPath: "/proc/self/task/\(tid)") {
+        if ContinuousClock.now > deadline { return false }
+        usleep(500)
+    }
+    return true
+}

@@ -1,0 +1,64 @@
+import Foundation
+import Testing
+
+/// Drives the built `longthread-stress` executable (it sits next to the test bundle).
+@Suite("longthread-stress", .serialized, .timeLimit(.minutes(2)))
+struct StressToolTests {
+    static let tool: URL = {
+        let bundle = URL(fileURLWithPath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? "")
+        return bundle.deletingLastPathComponent().appendingPathComponent("longthread-stress")
+    }()
+
+    /// Runs the tool; returns its exit status and standard output.
+    func run(_ arguments: [String]) throws -> (status: Int32, output: String) {
+        let process = Process()
+        process.executableURL = Self.tool
+        process.arguments = arguments
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    }
+
+    @Test("a mixed run loses nothing, leaks nothing and exits 0")
+    func mixedRunIsClean() throws {
+        let (status, output) = try run(["--cycles", "150", "--seed", "7", "--quiet"])
+        #expect(status == 0, "\(output)")
+        #expect(output.contains("tasks lost             0"))
+        #expect(output.contains("threads leaked         0"))
+        #expect(output.contains("result: clean"))
+    }
+
+    @Test("the same seed replays the same choices")
+    func seedReplays() throws {
+        let first = try run(["--cycles", "40", "--seed", "99", "--quiet", "--print-plan"])
+        let second = try run(["--cycles", "40", "--seed", "99", "--quiet", "--print-plan"])
+        let plan = { (output: String) in output.split(separator: "\n").filter { $0.hasPrefix("cycle ") } }
+        #expect(plan(first.output).count == 40)
+        #expect(plan(first.output) == plan(second.output))
+        let other = try run(["--cycles", "40", "--seed", "100", "--quiet", "--print-plan"])
+        #expect(plan(other.output) != plan(first.output))
+    }
+
+    @Test("every scenario alone runs clean")
+    func eachScenario() throws {
+        let (listStatus, list) = try run(["--list"])
+        #expect(listStatus == 0)
+        let scenarios = list.split(separator: "\n").compactMap { $0.split(separator: ":").first.map(String.init) }
+        #expect(scenarios.count == 12)
+        for scenario in scenarios {
+            let cycles = scenario == "million-queued" ? "1" : "15"
+            let (status, output) = try run(["--scenario", scenario, "--cycles", cycles, "--seed", "3", "--quiet"])
+            #expect(status == 0, "\(scenario): \(output)")
+        }
+    }
+
+    @Test("bad usage exits 64")
+    func badUsage() throws {
+        #expect(try run(["--scenario", "no-such"]).status == 64)
+        #expect(try run(["--cycles", "many"]).status == 64)
+    }
+}
