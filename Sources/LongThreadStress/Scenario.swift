@@ -89,6 +89,20 @@ final class WeakHandle: @unchecked Sendable {
     init(_ thread: LongThread) { self.thread = thread }
 }
 
+/// Posts one setup item through the ledger (so a discarding stop that drops it is accounted for).
+func post(_ thread: LongThread, ledger: Ledger, _ body: @escaping @Sendable () -> Void) {
+    let id = ledger.newItem()
+    do {
+        try thread.perform {
+            ledger.ran(id)
+            body()
+        }
+        ledger.acceptedItem()
+    } catch {
+        ledger.refusedItem()
+    }
+}
+
 /// Posts `items` items, every `waitEvery`-th with `sync` (0: none), recording each in `ledger`.
 func produce(items: Int, waitEvery: Int, ledger: Ledger, thread: () -> LongThread?) {
     for index in 0..<items {
@@ -127,7 +141,7 @@ func runCycle(_ scenario: Scenario, choices: CycleChoices, producers: Int, hangT
     switch scenario {
     case .stopRacingProducers, .longTaskDuringStop:
         let thread = try LongThread(name: "stress")
-        if scenario == .longTaskDuringStop { try thread.perform { usleep(choices.taskMicroseconds) } }
+        if scenario == .longTaskDuringStop { post(thread, ledger: ledger) { usleep(choices.taskMicroseconds) } }
         let workers = startProducers(producers) { thread }
         usleep(choices.delayMicroseconds)
         thread.stop(pending: choices.pending)
@@ -162,7 +176,7 @@ func runCycle(_ scenario: Scenario, choices: CycleChoices, producers: Int, hangT
         let weak = WeakHandle(holder.peek()!)
         let tid = try holder.peek()!.sync { CurrentThread.id }
         // Drops the holder's reference on the thread; a producer's may still be the last one.
-        try holder.peek()!.perform { _ = holder.take() }
+        post(holder.peek()!, ledger: ledger) { _ = holder.take() }
         let workers = startProducers(producers) { weak.thread }
         join(workers)
         if !waitForExit(tid: tid, timeout: hangTimeout) { problems.append("the thread did not end after its last reference") }
@@ -173,7 +187,7 @@ func runCycle(_ scenario: Scenario, choices: CycleChoices, producers: Int, hangT
         let workers = startProducers(producers) { thread }
         usleep(choices.delayMicroseconds)
         owner = nil
-        try? thread.perform {} // wakes the loop, which then finds the owner gone
+        post(thread, ledger: ledger) {} // wakes the loop, which then finds the owner gone
         join(workers)
         expectEnded(thread, "owner gone")
 
@@ -181,7 +195,7 @@ func runCycle(_ scenario: Scenario, choices: CycleChoices, producers: Int, hangT
         let thread = try LongThread(name: "stress")
         let workers = startProducers(producers) { thread }
         usleep(choices.delayMicroseconds)
-        try? thread.perform { thread.stop() }
+        post(thread, ledger: ledger) { thread.stop() }
         join(workers)
         expectEnded(thread, "stop from inside")
 
@@ -194,7 +208,7 @@ func runCycle(_ scenario: Scenario, choices: CycleChoices, producers: Int, hangT
     case .syncWaitersDiscard:
         let thread = try LongThread(name: "stress")
         let gate = DispatchSemaphore(value: 0)
-        try thread.perform { gate.wait() }
+        post(thread, ledger: ledger) { gate.wait() }
         let waiters = (0..<producers).map { _ in
             spawn { produce(items: 5, waitEvery: 1, ledger: ledger) { thread } }
         }
@@ -208,7 +222,7 @@ func runCycle(_ scenario: Scenario, choices: CycleChoices, producers: Int, hangT
     case .stopDuringNestedRun:
         let thread = try LongThread(name: "stress")
         let tracking = RunLoop.Mode("tracking")
-        try thread.perform { thread.runNested(in: tracking, until: .now + .seconds(5)) }
+        post(thread, ledger: ledger) { thread.runNested(in: tracking, until: .now + .seconds(5)) }
         let workers = (0..<producers).map { index in
             spawn {
                 for _ in 0..<choices.items {
@@ -240,7 +254,7 @@ func runCycle(_ scenario: Scenario, choices: CycleChoices, producers: Int, hangT
     case .millionQueued:
         let thread = try LongThread(name: "stress")
         let gate = DispatchSemaphore(value: 0)
-        try thread.perform { gate.wait() }
+        post(thread, ledger: ledger) { gate.wait() }
         for _ in 0..<1_000_000 {
             let id = ledger.newItem()
             try thread.perform { ledger.ran(id) }

@@ -8,6 +8,8 @@ let contenders: [any Contender.Type] = [
     NIOPeer.self, CondvarPeer.self, FutexFloor.self, PthreadCreateFloor.self,
 ]
 
+// Names are read with closures, not `\.name`: a key path through an existential metatype crashes
+// the Swift 6.3.1 compiler (SILGen).
 let arguments = Array(CommandLine.arguments.dropFirst())
 if arguments.contains("--list") {
     print("contenders: " + contenders.map { $0.name }.joined(separator: ", "))
@@ -15,17 +17,23 @@ if arguments.contains("--list") {
     exit(0)
 }
 let settings = Settings.parse(arguments)
+let allFigures = Figures.all(settings)
 
 // --only: each name selects contenders and/or figures; LongThread stays, every ratio needs it.
 func selected<T>(_ items: [T], _ name: (T) -> String) -> [T] {
     let picked = items.filter { item in settings.only.contains { name(item).lowercased().contains($0) } }
     return picked.isEmpty ? items : picked
 }
+for name in settings.only where !contenders.contains(where: { $0.name.lowercased().contains(name) })
+    && !allFigures.contains(where: { $0.key.contains(name) }) {
+    printToStandardError("longthread-bench: --only \(name) names no contender and no figure (see --list)")
+    exit(2)
+}
 var chosenContenders = selected(contenders) { $0.name }
 if !chosenContenders.contains(where: { $0 == LongThreadContender.self }) {
     chosenContenders.insert(LongThreadContender.self, at: 0)
 }
-let chosenFigures = selected(Figures.all(settings)) { $0.key }
+let chosenFigures = selected(allFigures) { $0.key }
 
 // The allocation figure is only as good as the counter: check that a library's malloc (here the
 // Swift runtime's, allocating a string) goes through this executable's counting malloc.
