@@ -29,8 +29,7 @@ struct KeepAliveTests {
         let thread = try LongThread(name: "lt-idle-post")
         defer { thread.stop() }
         let tid = try thread.kernelThreadID()
-        #expect(waitUntil { (try? String(contentsOfFile: "/proc/self/task/\(tid)/stat", encoding: .utf8))?
-            .split(separator: " ")[2] == "S" })
+        #expect(waitUntil { threadIsSleeping(tid) })
         let done = Latch()
         try thread.perform { done.countDown() }
         #expect(done.wait())

@@ -58,5 +58,7 @@ struct ObserverTests {
 }
 
 func threadIsSleeping(_ tid: Int32) -> Bool {
-    (try? String(contentsOfFile: "/proc/self/task/\(tid)/stat", encoding: .utf8))?.split(separator: " ")[2] == "S"
+    // The state follows the command name in parentheses, which may itself contain spaces.
+    ProcessCensus.read("/proc/self/task/\(tid)/stat")
+        .flatMap { $0.split(separator: ")").last?.split(separator: " ").first } == "S"
 }

@@ -72,8 +72,7 @@ struct StartTests {
         let tid = try thread.kernelThreadID()
         // Let the thread go back to sleep after the sync above, then watch it for a while. This
         // sleep measures an absence (no wake-ups), it does not wait for an event.
-        #expect(waitUntil { (try? String(contentsOfFile: "/proc/self/task/\(tid)/stat", encoding: .utf8))?
-            .split(separator: " ")[2] == "S" })
+        #expect(waitUntil { threadIsSleeping(tid) })
         let before = try #require(ProcessCensus.voluntarySwitches(ofThread: tid))
         usleep(300_000)
         let after = try #require(ProcessCensus.voluntarySwitches(ofThread: tid))

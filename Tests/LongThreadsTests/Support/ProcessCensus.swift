@@ -16,8 +16,23 @@ enum ProcessCensus {
     }
 
     static func name(ofThread tid: Int32) -> String? {
-        (try? String(contentsOfFile: "/proc/self/task/\(tid)/comm", encoding: .utf8))?
-            .trimmingCharacters(in: .newlines)
+        read("/proc/self/task/\(tid)/comm")?.trimmingCharacters(in: .newlines)
+    }
+
+    /// The contents of a small /proc file. Plain POSIX reads: Foundation's
+    /// `String(contentsOfFile:)` leaks its buffer for procfs files, which report a size of 0.
+    static func read(_ path: String) -> String? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = Glibc.read(fd, &buffer, buffer.count)
+            if n <= 0 { break }
+            bytes += buffer[0..<n]
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     static func threadExists(_ tid: Int32) -> Bool {
@@ -36,7 +51,7 @@ enum ProcessCensus {
 
     /// Voluntary context switches of thread `tid`: how often it slept and was woken.
     static func voluntarySwitches(ofThread tid: Int32) -> Int? {
-        guard let status = try? String(contentsOfFile: "/proc/self/task/\(tid)/status", encoding: .utf8) else { return nil }
+        guard let status = read("/proc/self/task/\(tid)/status") else { return nil }
         for line in status.split(separator: "\n") where line.hasPrefix("voluntary_ctxt_switches:") {
             return Int(line.split(separator: ":")[1].trimmingCharacters(in: .whitespaces))
         }
