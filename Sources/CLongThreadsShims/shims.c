@@ -114,16 +114,12 @@ static int64_t nowNanoseconds(void) {
 bool CLongThreadsShims_eventWait(CLongThreadsShims_Event *event, int64_t timeoutNanoseconds) {
     if (__atomic_load_n(&event->state, __ATOMIC_ACQUIRE) == SET) return true;
     int64_t start = nowNanoseconds();
-    if (callerIsPinnedToOneCPU()) {
-        // Hand the CPU over: the thread we wait for can run now and usually signals before we are
-        // scheduled again, without a futex sleep and wake-up on either side.
-        for (int i = 0; i < 4; i++) {
-            sched_yield();
-            if (__atomic_load_n(&event->state, __ATOMIC_ACQUIRE) == SET) return true;
-        }
-    }
     int64_t spinFor = timeoutNanoseconds >= 0 && timeoutNanoseconds < SPIN_NANOSECONDS ? timeoutNanoseconds : SPIN_NANOSECONDS;
-    if (singleCPU == 1) spinFor = 0;
+    // Pinned to one CPU: sleep at once. The signal's futex wake then lets the scheduler switch
+    // straight back to us (wake-up preemption), instead of after the signalling thread finished
+    // its run-loop pass and slept, which is what spinning or yielding here costs (measured:
+    // pinned round trip p50 14.8 µs yielding, against 5-7 µs for semaphore-based peers).
+    if (callerIsPinnedToOneCPU()) spinFor = 0;
     for (unsigned i = 1; spinFor > 0; i++) {
         if (__atomic_load_n(&event->state, __ATOMIC_ACQUIRE) == SET) return true;
         if (i % SPIN_CHECK == 0) {
