@@ -31,8 +31,6 @@ public final class StallMonitor: Sendable {
         public var label: String?
         /// How long the callout had run when it was reported.
         public var duration: Duration
-        /// Symbolic frames of the stalled thread, when captured (currently never, see the type).
-        public var backtrace: [String]
 
         /// One line for logs: the thread, the task's label, how long it has run.
         public var description: String {
@@ -199,8 +197,7 @@ final class StallMonitorState: Sendable {
         let report = StallMonitor.Report(
             threadName: core.name,
             label: core.currentLabel.withLock { $0 },
-            duration: .nanoseconds(nanoseconds),
-            backtrace: []
+            duration: .nanoseconds(nanoseconds)
         )
         core.instrument?.record(.stall(report))
         handler(report)
