@@ -67,7 +67,10 @@ let monitor = try StallMonitor(threshold: .milliseconds(100)) { report in
 monitor.watch(worker)
 try worker.perform(label: "parse feed") { usleep(250_000) }
 say("a task labelled \"parse feed\" blocks the worker for 250 ms ...")
-stalls.wait()
+if stalls.wait(timeout: .now() + 10) == .timedOut {
+    say("no stall report within 10 s: that is a bug")
+    exit(1)
+}
 try worker.sync {}
 monitor.unwatch(worker)
 
