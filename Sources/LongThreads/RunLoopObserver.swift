@@ -74,7 +74,9 @@ extension LongThread {
         _ callback: @escaping @Sendable (RunLoopActivity) -> Void
     ) throws(LongThreadError) -> RunLoopObserver {
         let observer = RunLoopObserver(core: core, callback: callback)
-        let item = EngineItem.observer(activities: activities.rawValue, order: order) { [weak target = observer.callback] activity in
+        let item = EngineItem.observer(
+            activities: activities.rawValue, order: order, targets: core.observerTargets
+        ) { [weak target = observer.callback] activity in
             target?(RunLoopActivity(rawValue: activity))
         }
         observer.callback.engineItem = item

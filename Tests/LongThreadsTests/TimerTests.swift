@@ -109,6 +109,43 @@ struct TimerTests {
         #expect(atFire < 2000, "the timer waited for the whole batch")
     }
 
+    @Test("a timer cancelled from another thread while its callout runs stays valid until the callout ends")
+    func cancelDuringCallout() throws {
+        // Before the fix, CFRunLoopTimerInvalidate on this thread freed the callout's context while
+        // the loop thread still ran it; AddressSanitizer reports the use after free (scripts/test.sh).
+        let thread = try LongThread(name: "lt-cancel-race")
+        defer { thread.stop() }
+        let inCallout = Latch()
+        let release = Latch()
+        let tracked = Tracked(7)
+        let seen = Recorder<Int>()
+        let timer = try thread.schedule(every: .milliseconds(1)) { _ in
+            inCallout.countDown()
+            release.wait()
+            seen.record(tracked.id) // reads the callout's captured context after the cancel
+        }
+        #expect(inCallout.wait())
+        timer.cancel()
+        release.countDown()
+        try thread.sync {}
+        #expect(seen.events.first == 7)
+    }
+
+    @Test("stops that cancel firing timers and observers are safe, round after round (ASan checks)")
+    func stopRacingCallouts() throws {
+        // The window: CF has picked a due timer and released its lock, and the stop cancels the timer
+        // (freeing the callout's context, before the fix) just before CF enters the callout.
+        for round in 0..<300 {
+            let racer = try LongThread(name: "lt-cancel-race2")
+            let timers = try (0..<40).map { _ in try racer.schedule(every: .microseconds(20)) { _ in } }
+            let observer = try racer.addObserver(for: .all) { _ in }
+            usleep(UInt32(round % 7) * 50)
+            if round.isMultiple(of: 2) { timers.forEach { $0.cancel() } }
+            observer.cancel()
+            racer.stop()
+        }
+    }
+
     @Test("run(after:) returns the work's value")
     func runAfter() async throws {
         let thread = try LongThread(name: "lt-run-after")

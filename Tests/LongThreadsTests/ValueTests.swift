@@ -89,3 +89,28 @@ struct ModeTableTests {
         #expect(throws: LongThreadError.tooManyModes(limit: 62)) { try table.mask(for: [RunLoop.Mode("one-more")]) { _ in } }
     }
 }
+
+@Suite("Observer targets")
+struct ObserverTargetTests {
+    @Test("observers cancelled from another thread leave no callout target behind")
+    func cancelledObserversLeaveNothing() throws {
+        let thread = try LongThread(name: "lt-observer-targets")
+        defer { thread.stop() }
+        for _ in 0..<50 {
+            let observers = try (0..<4).map { _ in try thread.addObserver(for: .all) { _ in } }
+            try thread.sync {}
+            #expect(thread.core.observerTargets.count == 4)
+            observers.forEach { $0.cancel() }
+            #expect(thread.core.observerTargets.count == 0)
+        }
+    }
+
+    @Test("a stop leaves no observer target behind")
+    func stopLeavesNothing() throws {
+        let thread = try LongThread(name: "lt-observer-targets-stop")
+        _ = try thread.addObserver(for: .all) { _ in }
+        let core = thread.core
+        thread.stop()
+        #expect(core.observerTargets.count == 0)
+    }
+}

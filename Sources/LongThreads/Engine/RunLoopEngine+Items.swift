@@ -43,13 +43,20 @@ final class EngineItem: @unchecked Sendable {
     }
 
     let object: Object
+    /// An observer's callout table (see `observer`), from which `invalidate()` removes its target.
+    private let observerTargets: ObserverTargets?
 
-    private init(_ object: Object) { self.object = object }
+    private init(_ object: Object, observerTargets: ObserverTargets? = nil) {
+        self.object = object
+        self.observerTargets = observerTargets
+    }
 
     func invalidate() {
         switch object {
         case .timer(let timer): CFRunLoopTimerInvalidate(timer)
-        case .observer(let observer): CFRunLoopObserverInvalidate(observer)
+        case .observer(let observer):
+            CFRunLoopObserverInvalidate(observer)
+            observerTargets?.remove(observer)
         case .source(let source): CFRunLoopSourceInvalidate(source)
         }
     }
@@ -58,13 +65,24 @@ final class EngineItem: @unchecked Sendable {
 
     /// A timer first firing after `delay`, then every `interval` (nil: once). CF skips missed fire
     /// times instead of bunching them: the next fire moves forward by whole intervals past now.
+    ///
+    /// The context has a `retain` callback: CF then retains the target around each callout. Without
+    /// it, `CFRunLoopTimerInvalidate` on another thread (a stop cancelling timers) releases the target
+    /// while the loop thread is inside its callout — a use-after-free `longthread-stress` found
+    /// under AddressSanitizer. CF retains the info once at creation and releases it on invalidation.
     static func timer(after delay: Duration, interval: Duration?, target: @escaping () -> Void) -> EngineItem {
+        let callout = Callout(target)
         var context = CFRunLoopTimerContext()
-        context.info = Unmanaged.passRetained(Callout(target)).toOpaque()
+        context.info = Unmanaged.passUnretained(callout).toOpaque()
+        context.retain = { info in
+            _ = Unmanaged<Callout>.fromOpaque(info!).retain()
+            return info
+        }
         context.release = { Unmanaged<Callout>.fromOpaque($0!).release() }
         let fireDate = CFAbsoluteTimeGetCurrent() + delay.seconds
         let timer = CFRunLoopTimerCreate(nil, fireDate, interval.map(\.seconds) ?? 0, 0, 0, { _, info in
-            Unmanaged<Callout>.fromOpaque(info!).takeUnretainedValue().run()
+            guard let info else { return } // invalidated meanwhile
+            Unmanaged<Callout>.fromOpaque(info).takeUnretainedValue().run()
         }, &context)!
         return EngineItem(.timer(timer))
     }
@@ -76,14 +94,30 @@ final class EngineItem: @unchecked Sendable {
 
     // MARK: - Observers
 
-    static func observer(activities: UInt, order: Int, target: @escaping (UInt) -> Void) -> EngineItem {
+    /// Unlike a timer's, an observer's info is not retained by CF around its callout, and
+    /// `CFRunLoopObserverInvalidate` on another thread releases it (and sets it to NULL) while a
+    /// callout may be starting: a use-after-free `longthread-stress` found under AddressSanitizer.
+    /// So the info is `targets`, a table that outlives every callout (the thread's, released when
+    /// it has exited), and the callout finds its target there by the observer calling out, under
+    /// the table's lock: once `invalidate()` removed it, no callout can reach it, and one already
+    /// running holds its own reference.
+    static func observer(
+        activities: UInt, order: Int, targets: ObserverTargets, target: @escaping (UInt) -> Void
+    ) -> EngineItem {
         var context = CFRunLoopObserverContext()
-        context.info = Unmanaged.passRetained(ActivityCallout(target)).toOpaque()
-        context.release = { Unmanaged<ActivityCallout>.fromOpaque($0!).release() }
-        let observer = CFRunLoopObserverCreate(nil, CFOptionFlags(activities), true, order, { _, activity, info in
-            Unmanaged<ActivityCallout>.fromOpaque(info!).takeUnretainedValue().run(UInt(activity.rawValue))
+        context.info = Unmanaged.passUnretained(targets).toOpaque()
+        context.retain = { info in
+            _ = Unmanaged<ObserverTargets>.fromOpaque(info!).retain()
+            return info
+        }
+        context.release = { Unmanaged<ObserverTargets>.fromOpaque($0!).release() }
+        let observer = CFRunLoopObserverCreate(nil, CFOptionFlags(activities), true, order, { observer, activity, info in
+            guard let observer, let info else { return } // invalidated meanwhile
+            Unmanaged<ObserverTargets>.fromOpaque(info).takeUnretainedValue()
+                .target(of: observer)?(UInt(activity.rawValue))
         }, &context)!
-        return EngineItem(.observer(observer))
+        targets.insert(target, for: observer)
+        return EngineItem(.observer(observer), observerTargets: targets)
     }
 
     // MARK: - Descriptor sources
@@ -106,11 +140,6 @@ final class EngineItem: @unchecked Sendable {
     private final class Callout {
         let run: () -> Void
         init(_ run: @escaping () -> Void) { self.run = run }
-    }
-
-    private final class ActivityCallout {
-        let run: (UInt) -> Void
-        init(_ run: @escaping (UInt) -> Void) { self.run = run }
     }
 
     private final class PortCallout {
@@ -158,5 +187,30 @@ extension Duration {
     var seconds: Double {
         let (seconds, attoseconds) = components
         return Double(seconds) + Double(attoseconds) / 1e18
+    }
+}
+
+/// The callout targets of a thread's observers, keyed by their CF observer. Any thread.
+final class ObserverTargets: @unchecked Sendable {
+    private let targets = Locked<[UnsafeMutableRawPointer: (UInt) -> Void]>([:])
+
+    fileprivate func insert(_ target: @escaping (UInt) -> Void, for observer: CFRunLoopObserver) {
+        targets.withLock { $0[Self.key(observer)] = target }
+    }
+
+    fileprivate func remove(_ observer: CFRunLoopObserver) {
+        let removed = targets.withLock { $0.removeValue(forKey: Self.key(observer)) }
+        _ = removed // released here, outside the lock
+    }
+
+    fileprivate func target(of observer: CFRunLoopObserver) -> ((UInt) -> Void)? {
+        targets.withLock { $0[Self.key(observer)] }
+    }
+
+    /// How many observers have a target (tests: a cancelled observer leaves none behind).
+    var count: Int { targets.withLock { $0.count } }
+
+    private static func key(_ observer: CFRunLoopObserver) -> UnsafeMutableRawPointer {
+        Unmanaged.passUnretained(observer).toOpaque()
     }
 }

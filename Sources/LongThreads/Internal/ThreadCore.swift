@@ -36,6 +36,8 @@ final class ThreadCore: @unchecked Sendable {
     let modesGeneration = Atomic<Int>(0)
     /// The label of the item running now, if it has one (read by a stall monitor).
     let currentLabel = Locked<String?>(nil)
+    /// The targets of this thread's observers (`EngineItem.observer`).
+    let observerTargets = ObserverTargets()
     /// When the callout running now (a drain, a timer, a descriptor handler) began, monotonic ns;
     /// 0 while the loop is between callouts. Written by the loop thread, read by stall monitors.
     let calloutStartedAt = Atomic<UInt64>(0)
