@@ -37,4 +37,19 @@ extension LongThread {
         if isCurrent { return false }
         return core.waitUntilExit(timeout: timeout)
     }
+
+    /// Suspends the calling task until the thread has ended (after a stop, or after its owner
+    /// died), without blocking a thread of the cooperative pool while it waits.
+    ///
+    /// Returns true once the thread has ended and been joined; false at once if called from work
+    /// running on the thread itself (it cannot await its own end). Does not request a stop, and
+    /// does not end early when the task is cancelled: pair it with ``stop(waitUntilDone:pending:)``
+    /// in a cancellation handler, as `LongThreadService` does.
+    /// - Callable from: any task.
+    @discardableResult
+    public func waitUntilExit() async -> Bool {
+        if isCurrent { return false }
+        await core.waitUntilExit()
+        return true
+    }
 }

@@ -28,8 +28,8 @@ import ServiceLifecycle
 ///    `successTerminationBehavior` (by default: shut the group down).
 ///
 /// - Threading: `run()` is callable from any task; the shutdown and cancellation handlers never
-///   block (a waiting `stop()` would hold a cooperative thread until the drain ends). The wait for
-///   the thread's end happens on a small helper pthread that lives as long as `run()`.
+///   block (a waiting `stop()` would hold a cooperative thread until the drain ends), and the wait
+///   for the thread's end (`LongThread.waitUntilExit()`, awaited) holds none.
 /// - Important: `run()` does not return while the thread's current item runs: an item that never
 ///   returns keeps the service (and the group's shutdown) waiting.
 public struct LongThreadService: Service, CustomStringConvertible {
@@ -73,7 +73,7 @@ public struct LongThreadService: Service, CustomStringConvertible {
         let cancellation = cancellation
         await withTaskCancellationHandler {
             await withGracefulShutdownHandler {
-                await ExitWaiter.exit(of: thread)
+                _ = await thread.waitUntilExit() // false (at once) only if run() runs on the thread itself
             } onGracefulShutdown: {
                 thread.stop(waitUntilDone: false, pending: gracefulShutdown)
             }

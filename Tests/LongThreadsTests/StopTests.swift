@@ -147,6 +147,33 @@ struct StopTests {
         #expect(try thread.sync { thread.waitUntilExit(timeout: .seconds(1)) } == false)
     }
 
+    @Test("awaiting the end suspends every waiter until the thread has ended and been joined", .timeLimit(.minutes(1)))
+    func awaitExit() async throws {
+        let thread = try LongThread(name: "lt-await-exit")
+        let tid = try thread.kernelThreadID()
+        let gate = Latch()
+        try thread.perform { gate.wait() }
+        // More waiters than the pool has threads: a waiter that blocked one would starve the rest.
+        let waiters = (0..<8).map { _ in Task { await thread.waitUntilExit() } }
+        #expect(await Task { 42 }.value == 42) // the pool still runs other work meanwhile
+        #expect(thread.isRunning)
+        thread.stop(waitUntilDone: false)
+        gate.countDown()
+        for waiter in waiters { #expect(await waiter.value) }
+        #expect(thread.waitUntilExit(timeout: .zero)) // joined already: returns at once
+        #expect(ProcessCensus.threadGone(tid))
+        #expect(await thread.waitUntilExit()) // after the end: at once
+    }
+
+    @Test("awaiting the end from the thread's own work returns false at once")
+    func awaitExitOnTheThread() async throws {
+        let thread = try LongThread(name: "lt-await-exit-self")
+        defer { thread.stop() }
+        let result = await withTaskExecutorPreference(thread) { await thread.waitUntilExit() }
+        #expect(!result)
+        #expect(thread.isRunning)
+    }
+
     @Test("a draining stop runs work waiting for another mode in that mode")
     func drainRunsOtherModes() throws {
         let thread = try LongThread(name: "lt-drain-modes")

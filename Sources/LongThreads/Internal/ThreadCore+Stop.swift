@@ -56,6 +56,31 @@ extension ThreadCore {
         instrument?.record(.stopped(name: name, tasksRun: tasksRun, discarded: discarded))
     }
 
+    /// Loop thread, last thing: wakes every waiter, blocked or awaiting.
+    func announceExit() {
+        let waiters = shared.withLock { state in
+            state.hasExited = true
+            defer { state.exitWaiters = [] }
+            return state.exitWaiters
+        }
+        exited.signal()
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Suspends until the pthread has ended and been joined. Not on the thread itself.
+    func waitUntilExit() async {
+        if !shared.withLock({ $0.lifecycle.hasThread }) { return }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let ended = shared.withLock { state in
+                if !state.hasExited { state.exitWaiters.append(continuation) }
+                return state.hasExited
+            }
+            if ended { continuation.resume() }
+        }
+        // The thread has left its loop and is ending: the join blocks only for its last steps.
+        waitUntilExit(timeout: nil)
+    }
+
     /// Waits until the pthread has ended and been joined; false if `timeout` passed first.
     /// Not on the thread itself.
     @discardableResult

@@ -91,6 +91,9 @@ final class ThreadCore: @unchecked Sendable {
         var timers: [ObjectIdentifier: LongThreadTimer] = [:]
         /// Observers and descriptor sources: the loop's exit cancels them.
         var attachments: [ObjectIdentifier: any LoopAttachment] = [:]
+        /// Set (with `exited`) when the loop thread is done; until then, tasks awaiting its end.
+        var hasExited = false
+        var exitWaiters: [CheckedContinuation<Void, Never>] = []
     }
 
     init(name: String?, owner: AnyObject?, options: LongThread.Options) {
@@ -120,7 +123,7 @@ final class ThreadCore: @unchecked Sendable {
             startError = error
             shared.withLock { $0.lifecycle.startFailed() }
             ready.signal()
-            exited.signal()
+            announceExit()
             return
         }
         pthread_setspecific(Self.currentKey, Unmanaged.passUnretained(self).toOpaque())
@@ -134,7 +137,7 @@ final class ThreadCore: @unchecked Sendable {
         finishExit(engine)
         self.engine = nil
         pthread_setspecific(Self.currentKey, nil)
-        exited.signal()
+        announceExit()
     }
 
     // MARK: - Identity
