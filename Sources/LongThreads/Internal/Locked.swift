@@ -11,8 +11,9 @@ import Glibc
 /// by the draining loop thread would otherwise pay a futex sleep and wake-up (microseconds).
 final class Locked<State>: @unchecked Sendable {
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    // Guarded by `mutex`.
-    private var state: State
+    // Guarded by `mutex`, which already makes each access exclusive: the runtime's dynamic
+    // exclusivity check on a class property cost ~117 instructions per queued item (callgrind).
+    @exclusivity(unchecked) private var state: State
 
     init(_ initial: State) {
         mutex = .allocate(capacity: 1)
