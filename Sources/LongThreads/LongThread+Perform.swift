@@ -52,18 +52,22 @@ extension LongThread {
             work()
             return
         }
-        let request = BlockingWork(work, label: label)
-        do {
-            try core.enqueue(.waiting(request), modes: modes)
-        } catch {
-            request.abandon()
-            throw error
-        }
-        do {
+        try runAndWait(modes: modes, label: label, work)
+    }
+
+    /// Queues `body` and blocks until it ran on this thread; throws `.discarded` if a stop dropped
+    /// it. Not on this thread (the caller checks). The non-generic half of `sync`.
+    @usableFromInline
+    func runAndWait(modes: [RunLoop.Mode]?, label: String?, _ body: () -> Void) throws(LongThreadError) {
+        try withoutActuallyEscaping(body) { (escapable) throws(LongThreadError) in
+            let request = BlockingWork(escapable, label: label)
+            do throws(LongThreadError) {
+                try core.enqueue(.waiting(request), modes: modes)
+            } catch {
+                request.abandon()
+                throw error
+            }
             try request.waitForOutcome()
-        } catch {
-            // The only error of non-throwing work: it was discarded.
-            throw LongThreadError.discarded
         }
     }
 
@@ -81,6 +85,7 @@ extension LongThread {
     /// `work` is `sending`: it may capture what the caller owns (it runs while the caller waits),
     /// but not state isolated to the caller's actor, which would then be touched from this thread.
     /// - Throws: what `work` throws, or a ``LongThreadError``.
+    @inlinable
     public func sync<T>(
         modes: [RunLoop.Mode],
         label: String? = nil,
@@ -91,22 +96,22 @@ extension LongThread {
 
     /// Runs `work` on this thread in the default mode and returns its value:
     /// ``sync(modes:label:_:)`` with `modes: [.default]`, without building a modes array.
+    @inlinable
     public func sync<T>(label: String? = nil, _ work: sending () throws -> T) throws -> T {
         try sync(modes: nil, label: label, work)
     }
 
-    private func sync<T>(modes: [RunLoop.Mode]?, label: String?, _ work: sending () throws -> T) throws -> T {
+    // Inlinable, so that callers specialize it for their `T`: unspecialized, it looked up generic
+    // metadata at run time on each call. The outcome lives in the caller's frame; `runAndWait` is
+    // the non-generic rest.
+    @inlinable
+    func sync<T>(modes: [RunLoop.Mode]?, label: String?, _ work: sending () throws -> T) throws -> T {
         if isCurrent { return try work() }
-        return try withoutActuallyEscaping(work) { escapable in
-            let request = BlockingWork(escapable, label: label)
-            do {
-                try core.enqueue(.waiting(request), modes: modes)
-            } catch {
-                request.abandon()
-                throw error
-            }
-            return try request.waitForOutcome()
+        var outcome: Result<T, any Error>?
+        try withoutActuallyEscaping(work) { work in
+            try runAndWait(modes: modes, label: label) { outcome = Result { try work() } }
         }
+        return try outcome!.get()
     }
 
     /// Runs `work` on this thread and returns its value, suspending the calling task meanwhile.
