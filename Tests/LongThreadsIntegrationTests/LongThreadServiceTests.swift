@@ -94,26 +94,35 @@ struct LongThreadServiceTests {
     @Test("SIGTERM to a ServiceGroup that traps it drains and ends the thread")
     func sigtermDrains() async {
         await #expect(processExitsWith: .success) {
-            let thread = try! LongThread(name: "lt-svc-term")
-            let probeStarted = Latch()
-            // Runs as soon as the group started its services, by which time SIGTERM is trapped.
-            let probe = ServiceGroupConfiguration.ServiceConfiguration(
-                service: ProbeService(started: probeStarted)
-            )
-            var configuration = ServiceGroupConfiguration(
-                services: [.init(service: LongThreadService(thread)), probe],
-                logger: quietLogger
-            )
-            configuration.gracefulShutdownSignals = [.sigterm]
-            let group = ServiceGroup(configuration: configuration)
-            let ran = Counter()
-            async let run: Void = group.run()
-            guard await probeStarted.value() else { exit(2) }
-            for _ in 0..<10 { try! thread.perform { ran.increment() } }
-            kill(getpid(), SIGTERM)
-            do { try await run } catch { exit(3) }
-            guard ran.value == 10, thread.waitUntilExit(timeout: .zero) else { exit(4) }
+            weak let released = await Self.sigtermScenario()
+            // Everything the scenario made goes once its tasks have unwound. A thread still alive
+            // at exit would be a leak (LeakSanitizer reports its weak-reference side table).
+            guard await eventually({ released == nil }) else { exit(5) }
         }
+    }
+
+    /// Runs a group with a LongThreadService, posts work, sends SIGTERM; returns the thread.
+    private static func sigtermScenario() async -> LongThread {
+        let thread = try! LongThread(name: "lt-svc-term")
+        let probeStarted = Latch()
+        // Runs as soon as the group started its services, by which time SIGTERM is trapped.
+        let probe = ServiceGroupConfiguration.ServiceConfiguration(
+            service: ProbeService(started: probeStarted)
+        )
+        var configuration = ServiceGroupConfiguration(
+            services: [.init(service: LongThreadService(thread)), probe],
+            logger: quietLogger
+        )
+        configuration.gracefulShutdownSignals = [.sigterm]
+        let group = ServiceGroup(configuration: configuration)
+        let ran = Counter()
+        async let run: Void = group.run()
+        guard await probeStarted.value() else { exit(2) }
+        for _ in 0..<10 { try! thread.perform { ran.increment() } }
+        kill(getpid(), SIGTERM)
+        do { try await run } catch { exit(3) }
+        guard ran.value == 10, thread.waitUntilExit(timeout: .zero) else { exit(4) }
+        return thread
     }
 }
 
