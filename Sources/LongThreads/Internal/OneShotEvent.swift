@@ -7,26 +7,29 @@ import CLongThreadsShims
 /// moment, then sleeps on a futex; a signal costs a system call only when someone sleeps
 /// (`CLongThreadsShims_Event`). Signal has release, wait acquire ordering, in C11 atomics that
 /// ThreadSanitizer understands.
-final class OneShotEvent: @unchecked Sendable {
-    private let storage: UnsafeMutablePointer<CLongThreadsShims_Event>
+///
+/// A handle to storage with a stable address (a `ManagedBuffer` element), so an event is one
+/// allocation (`sync` makes one per call); copies share the event.
+struct OneShotEvent: @unchecked Sendable {
+    private let storage: ManagedBuffer<Void, CLongThreadsShims_Event>
 
     init() {
-        storage = .allocate(capacity: 1)
-        CLongThreadsShims_eventInit(storage)
+        storage = .create(minimumCapacity: 1) { buffer in
+            buffer.withUnsafeMutablePointerToElements { CLongThreadsShims_eventInit($0) }
+        }
     }
 
-    deinit { storage.deallocate() }
-
     /// Sets the event and wakes every waiter. Any thread.
-    func signal() { CLongThreadsShims_eventSignal(storage) }
+    func signal() { storage.withUnsafeMutablePointerToElements { CLongThreadsShims_eventSignal($0) } }
 
     /// Whether the event has been signalled. Any thread.
-    var isSet: Bool { CLongThreadsShims_eventIsSet(storage) }
+    var isSet: Bool { storage.withUnsafeMutablePointerToElements { CLongThreadsShims_eventIsSet($0) } }
 
     /// Waits until signalled; returns false if `timeout` passed first. `nil` waits for ever.
     @discardableResult
     func wait(timeout: Duration? = nil) -> Bool {
-        CLongThreadsShims_eventWait(storage, timeout.map(\.clampedNanoseconds) ?? -1)
+        let nanoseconds = timeout.map(\.clampedNanoseconds) ?? -1
+        return storage.withUnsafeMutablePointerToElements { CLongThreadsShims_eventWait($0, nanoseconds) }
     }
 }
 
