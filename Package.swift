@@ -42,10 +42,11 @@ let package = Package(
         ),
 
         // MARK: - Examples
-        .target(name: "AFNetworkingExample", dependencies: ["LongThreads"], path: "Examples/AFNetworking", exclude: ["README.md"]),
-        .target(name: "WeexExample", dependencies: ["LongThreads"], path: "Examples/Weex", exclude: ["README.md"]),
+        .target(name: "ExampleSupport", path: "Examples/Support"),
+        .target(name: "AFNetworkingExample", dependencies: ["LongThreads", "ExampleSupport"], path: "Examples/AFNetworking", exclude: ["README.md"]),
+        .target(name: "WeexExample", dependencies: ["LongThreads", "ExampleSupport"], path: "Examples/Weex", exclude: ["README.md"]),
         .systemLibrary(name: "CLibBSD", path: "Sources/CLibBSD", providers: [.apt(["libbsd-dev"])]),
-        .target(name: "DaemonExample", dependencies: ["LongThreads", "CLibBSD"], path: "Examples/Daemon/Sources"),
+        .target(name: "DaemonExample", dependencies: ["LongThreads", "CLibBSD", "ExampleSupport"], path: "Examples/Daemon/Sources"),
 
         // MARK: - Executables
         .executableTarget(
@@ -73,7 +74,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ExamplesTests",
-            dependencies: ["AFNetworkingExample", "WeexExample", "DaemonExample"],
+            dependencies: ["AFNetworkingExample", "WeexExample", "DaemonExample", "ExampleSupport"],
             path: "Tests/ExamplesTests"
         ),
     ],

@@ -1,6 +1,6 @@
+import ExampleSupport
 import Glibc
 import LongThreads
-import Synchronization
 
 /// A tiny HTTP/1.1 server on 127.0.0.1 (an ephemeral port), so the example fetches over real
 /// sockets without leaving the machine. It runs on its own LongThread, `AFNetworking.server`,
@@ -17,7 +17,7 @@ public final class AFExampleServer: @unchecked Sendable {
     private let listener: Int32
 
     // MARK: Guarded by counters
-    private let counters = Mutex((requests: 0, slow: 0))
+    private let counters = Protected((requests: 0, slow: 0))
     private let slowArrived: @Sendable () -> Void
 
     // MARK: AFNetworking.server only

@@ -1,7 +1,7 @@
 import Dispatch
+import ExampleSupport
 import Foundation
 import LongThreads
-import Synchronization
 
 /// The AFNetworking example end to end: what `longthread-demo` runs and the tests drive.
 public enum AFNetworkingExample {
@@ -41,7 +41,7 @@ public enum AFNetworkingExample {
         log("example server listening on 127.0.0.1:\(server.port) (thread AFNetworking.server)")
 
         // The shared thread, created lazily by whichever of these racing threads comes first.
-        let seen = Mutex<Set<ObjectIdentifier>>([])
+        let seen = Protected<Set<ObjectIdentifier>>([])
         DispatchQueue.concurrentPerform(iterations: 4) { _ in
             let thread = AFURLConnectionOperation.networkRequestThread
             seen.withLock { _ = $0.insert(ObjectIdentifier(thread)) }
@@ -56,7 +56,7 @@ public enum AFNetworkingExample {
         let total = requests.count
 
         struct Record { var results: [Int: Result<AFHTTPResponse, AFURLError>] = [:]; var counts: [Int: Int] = [:]; var order: [Int] = []; var offQueue = 0 }
-        let record = Mutex(Record())
+        let record = Protected(Record())
         let done = DispatchGroup()
         let queue = AFURLConnectionOperation.defaultCompletionQueue
         let onQueue = DispatchSpecificKey<Bool>()

@@ -1,7 +1,7 @@
 import Dispatch
+import ExampleSupport
 import Foundation
 import LongThreads
-import Synchronization
 
 /// AFNetworking 2.x's `AFURLConnectionOperation`, on LongThread: a request operation whose start
 /// and cancel are performed on one shared network thread, in the operation's run-loop modes, and
@@ -71,7 +71,7 @@ public class AFURLConnectionOperation: @unchecked Sendable {
         var result: Result<AFHTTPResponse, AFURLError>?
     }
     // MARK: Guarded by lock
-    private let lock = Mutex(Guarded())
+    private let lock = Protected(Guarded())
 
     // MARK: Network thread only
     private var connection: AFURLConnection?

@@ -1,4 +1,5 @@
 import CoreFoundation
+import ExampleSupport
 import Foundation
 import Synchronization
 
@@ -38,7 +39,7 @@ public enum WXMainThread {
     static let pending = Atomic<Int>(0)
 
     /// The loop that stands for the main thread's: nil means `CFRunLoopGetMain()`.
-    private static let adopted = Mutex<LoopBox?>(nil)
+    private static let adopted = Protected<LoopBox?>(nil)
 
     /// The run loop UI work is queued on.
     static var runLoop: CFRunLoop { adopted.withLock { $0?.loop } ?? CFRunLoopGetMain() }

@@ -1,6 +1,6 @@
+import ExampleSupport
 import Foundation
 import LongThreads
-import Synchronization
 
 /// Weex's `WXSDKInstance`: one page. Rendering it crosses the three threads Weex uses:
 /// 1. bridge thread (`com.taobao.weex.bridge`): the page's "JavaScript" (here its JSON) is
@@ -29,7 +29,7 @@ public final class WXSDKInstance: Sendable {
         var finished = false
     }
     // MARK: Guarded by state (written on the three threads in turn, read by anyone)
-    private let state = Mutex(State())
+    private let state = Protected(State())
 
     public init(
         viewportWidth: Double = 375, viewportHeight: Double = 667,

@@ -1,6 +1,6 @@
+import ExampleSupport
 import Foundation
 import LongThreads
-import Synchronization
 
 /// The Weex example end to end: the program `longthread-demo` runs and the tests drive.
 public enum WeexExample {
@@ -55,7 +55,7 @@ public enum WeexExample {
 
         // 1. Lazily created singletons, from several threads at once: one thread each.
         let racers = 4
-        let seen = Mutex<Set<ObjectIdentifier>>([])
+        let seen = Protected<Set<ObjectIdentifier>>([])
         DispatchQueue.concurrentPerform(iterations: racers) { _ in
             let pair = [ObjectIdentifier(WXBridgeManager.jsThread), ObjectIdentifier(WXComponentManager.componentThread)]
             seen.withLock { $0.formUnion(pair) }
@@ -74,7 +74,7 @@ public enum WeexExample {
         log("registered on \(WX_BRIDGE_THREAD_NAME): modules \(try WXSDKEngine.registeredModules().keys.sorted()), components \(try WXSDKEngine.registeredComponents().sorted())")
 
         // 3. A render: bridge -> component (layout) -> main thread's run loop.
-        let errors = Mutex<[WXRenderError]>([])
+        let errors = Protected<[WXRenderError]>([])
         let page = WXSDKInstance(onFailed: { error in errors.withLock { $0.append(error) } })
         page.render(samplePage)
         guard WXMainThread.run(until: { page.isFinished }) else { throw WeexExampleError.timedOut("render") }

@@ -1,7 +1,7 @@
 import AFNetworkingExample
 import Dispatch
+import ExampleSupport
 import Foundation
-import Synchronization
 import Testing
 
 @Suite(.timeLimit(.minutes(1)))
@@ -28,7 +28,7 @@ struct AFNetworkingTests {
     @Test("start and cancel run on the AFNetworking thread; cancel before start finishes once, as cancelled")
     func cancelBeforeStart() throws {
         let finished = DispatchSemaphore(value: 0)
-        let calls = Mutex(0)
+        let calls = Protected(0)
         let operation = AFURLConnectionOperation(request: AFURLRequest(port: 1, path: "/"))
         operation.setCompletionBlock { result in
             calls.withLock { $0 += 1 }

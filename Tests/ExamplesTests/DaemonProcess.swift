@@ -1,6 +1,6 @@
 import DaemonExample
+import ExampleSupport
 import Foundation
-import Synchronization
 
 /// `longthread-daemon` run as a child process, its standard error read line by line.
 ///
@@ -9,7 +9,7 @@ import Synchronization
 final class DaemonProcess: Sendable {
     let process: Process
     let directory: URL
-    private let stderrLines = Mutex<[String]>([])
+    private let stderrLines = Protected<[String]>([])
     private let lineArrived = DispatchSemaphore(value: 0)
     private let exited = DispatchSemaphore(value: 0)
 

@@ -1,6 +1,6 @@
+import ExampleSupport
 import Foundation
 import LongThreads
-import Synchronization
 import Testing
 @testable import WeexExample
 
@@ -52,7 +52,7 @@ import Testing
     @Test("registration on the bridge thread, layout on the component thread, results on the main loop, unload loses nothing")
     @MainActor
     func endToEnd() throws {
-        let lines = Mutex<[String]>([])
+        let lines = Protected<[String]>([])
         let report = try WeexExample.run(log: { line in lines.withLock { $0.append(line) } })
 
         #expect(report.trace.map(\.phase) == [.parse, .layout, .applyLayout])

@@ -1,7 +1,7 @@
 import CLibBSD
+import ExampleSupport
 import Glibc
 import LongThreads
-import Synchronization
 
 /// The daemon's one-thread resource: an append-only journal file, used only from its own
 /// LongThread, `daemon.journal`. Every request from every client is serialized onto that thread,
@@ -126,7 +126,7 @@ final class Journal: @unchecked Sendable {
     ///
     /// - Returns: the number of records in the journal.
     func close() -> Int {
-        let closing = Mutex<Int?>(nil)
+        let closing = Protected<Int?>(nil)
         do {
             try thread.perform {
                 self.setTitle("flushing")
