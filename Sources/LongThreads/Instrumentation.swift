@@ -29,3 +29,28 @@ public protocol LongThreadInstrument: Sendable {
     /// Records one event. Called on the thread noted by the event's case.
     func record(_ event: LongThreadEvent)
 }
+
+/// Several instruments as one, like swift-log's `MultiplexLogHandler`: each event goes to every
+/// instrument, in the order given. Use it to log and measure the same thread.
+///
+/// - Threading: as ``LongThreadInstrument``: `record` runs on the thread the event names and calls
+///   each instrument there in turn, so their costs add up.
+public struct MultiplexInstrument: LongThreadInstrument {
+    /// The instruments, in the order they receive each event.
+    public let instruments: [any LongThreadInstrument]
+
+    /// Combines `instruments`, which receive each event in this order.
+    public init(_ instruments: [any LongThreadInstrument]) {
+        self.instruments = instruments
+    }
+
+    /// Combines `instruments`, which receive each event in this order.
+    public init(_ instruments: any LongThreadInstrument...) {
+        self.init(instruments)
+    }
+
+    /// Passes `event` to every instrument, in order.
+    public func record(_ event: LongThreadEvent) {
+        for instrument in instruments { instrument.record(event) }
+    }
+}

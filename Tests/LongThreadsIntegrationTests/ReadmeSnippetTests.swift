@@ -70,6 +70,13 @@ func metricsExample() throws -> LongThread {
 }
 // README: end
 
+// README: multiplex
+func multiplexExample(logger: Logger) throws -> LongThread {
+    let instrument = MultiplexInstrument(LoggingInstrument(logger: logger), MetricsInstrument(threadName: "db"))
+    return try LongThread(name: "db", options: .init(instrument: instrument))
+}
+// README: end
+
 @Suite("README snippets")
 struct ReadmeSnippetTests {
     @Test("executor snippet")
@@ -94,6 +101,15 @@ struct ReadmeSnippetTests {
     func logging() throws {
         let store = RecordingLogHandler.Store()
         let thread = try loggingExample(logger: store.logger())
+        thread.stop()
+        #expect(store.records.map(\.message).first == "LongThread started")
+    }
+
+    @Test("multiplex snippet: logs through the first instrument while the second measures")
+    func multiplex() throws {
+        let store = RecordingLogHandler.Store()
+        let thread = try multiplexExample(logger: store.logger())
+        try thread.sync {}
         thread.stop()
         #expect(store.records.map(\.message).first == "LongThread started")
     }

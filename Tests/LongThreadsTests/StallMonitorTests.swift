@@ -103,28 +103,3 @@ struct StallMonitorTests {
         #expect(events.names.contains("stall"))
     }
 }
-
-/// An instrument that records the names of the events it hears.
-final class EventRecorder: LongThreadInstrument, @unchecked Sendable {
-    private let lock = NSLock()
-    private var recorded: [LongThreadEvent] = []
-
-    func record(_ event: LongThreadEvent) {
-        lock.withLock { recorded.append(event) }
-    }
-
-    var events: [LongThreadEvent] { lock.withLock { recorded } }
-
-    var names: [String] {
-        events.map { event in
-            switch event {
-            case .started: "started"
-            case .stopRequested: "stopRequested"
-            case .stopped: "stopped"
-            case .batch: "batch"
-            case .wokeUp: "wokeUp"
-            case .stall: "stall"
-            }
-        }
-    }
-}
