@@ -114,3 +114,32 @@ struct ObserverTargetTests {
         #expect(core.observerTargets.count == 0)
     }
 }
+
+@Suite("Work queue")
+struct WorkQueueTests {
+    @Test("a discard looks at each entry only when one has a waiter to tell")
+    func mustTell() {
+        var queue = WorkQueue()
+        for _ in 0..<3 { _ = queue.append(QueueEntry(item: .fireAndForget {}, modes: ModeTable.defaultBit)) }
+        var taken = queue.removeAll()
+        #expect(!taken.mustTell)
+
+        _ = queue.append(QueueEntry(item: .fireAndForget {}, modes: ModeTable.defaultBit))
+        let waiter = BlockingWork({})
+        _ = queue.append(QueueEntry(item: .waiting(waiter), modes: ModeTable.defaultBit))
+        taken = queue.removeAll()
+        #expect(taken.mustTell)
+        #expect(taken.entries.count == 2)
+        taken = queue.removeAll()
+        #expect(!taken.mustTell) // counted afresh after each removal
+
+        // Entries moved to the loop's batch leave the queue: the count starts again.
+        _ = queue.append(QueueEntry(item: .waiting(BlockingWork({})), modes: ModeTable.defaultBit))
+        var batch: [QueueEntry] = []
+        let moved = queue.moveAll(to: &batch)
+        #expect(moved)
+        _ = queue.append(QueueEntry(item: .fireAndForget {}, modes: ModeTable.defaultBit))
+        taken = queue.removeAll()
+        #expect(!taken.mustTell)
+    }
+}

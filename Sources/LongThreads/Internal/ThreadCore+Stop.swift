@@ -8,46 +8,55 @@ extension ThreadCore {
     /// wake-up: those are lost when the loop is between two runs, a signalled source is not.
     /// Timers end here: a draining thread does not wait for them.
     func requestStop(_ pending: LongThread.PendingWork) {
-        let (engine, dropped, timers) = shared.withLock { state -> (RunLoopEngine?, [QueueEntry], [LongThreadTimer]) in
+        typealias Taken = (engine: RunLoopEngine?, dropped: [QueueEntry], mustTell: Bool, timers: [LongThreadTimer])
+        let (engine, dropped, mustTell, timers) = shared.withLock { state -> Taken in
             let action = state.lifecycle.stopRequested(pending)
-            if action == .none { return (nil, [], []) }
+            if action == .none { return (nil, [], false, []) }
             let timers = Array(state.timers.values)
             state.timers = [:]
-            guard action == .discard else { return (state.engine, [], timers) }
+            guard action == .discard else { return (state.engine, [], false, timers) }
             discardRequested.store(true, ordering: .relaxed)
-            let dropped = state.queue.removeAll()
+            let (dropped, mustTell) = state.queue.removeAll()
             state.discarded += dropped.count
-            return (state.engine, dropped, timers)
+            return (state.engine, dropped, mustTell, timers)
         }
         guard let engine else {
             // Nothing to do, or the loop never ran / already exited.
-            for entry in dropped { entry.item.discard() }
+            Self.discard(dropped, mustTell: mustTell)
             for timer in timers { timer.cancel() }
             return
         }
         instrument?.record(.stopRequested(name: name, pending: pending))
         // Outside the lock: waiters wake up and closures are released here, before stop returns.
-        for entry in dropped { entry.item.discard() }
+        Self.discard(dropped, mustTell: mustTell)
         for timer in timers { timer.cancel() }
         engine.signal()
         engine.wake()
     }
 
+    /// Tells each dropped entry's waiter, if any has one (a million fire-and-forget closures are
+    /// just freed with the array), and releases them.
+    private static func discard(_ entries: consuming [QueueEntry], mustTell: Bool) {
+        if mustTell {
+            for entry in entries { entry.item.discard() }
+        }
+    }
+
     /// Loop thread, after the last run: refuse everything, release everything, leave the loop clean.
     func finishExit(_ engine: RunLoopEngine) {
-        let (leftovers, attachments) = shared.withLock { state -> ([QueueEntry], [any LoopAttachment]) in
+        let (leftovers, attachments) = shared.withLock { state -> ((entries: [QueueEntry], mustTell: Bool), [any LoopAttachment]) in
             state.lifecycle.loopExited()
             state.engine = nil
             let attachments = Array(state.attachments.values)
             state.attachments = [:]
             return (state.queue.removeAll(), attachments)
         }
-        for entry in leftovers { entry.item.discard() }
+        Self.discard(leftovers.entries, mustTell: leftovers.mustTell)
         discardBatch()
         for attachment in attachments { attachment.cancel() }
         let (tasksRun, discarded) = shared.withLock { state in
             publishCounters(into: &state, ran: 0)
-            state.discarded += leftovers.count + discardedByLoop
+            state.discarded += leftovers.entries.count + discardedByLoop
             return (state.tasksRun, state.discarded)
         }
         // Remove our sources and observer on this thread, before it exits: CF's thread-exit

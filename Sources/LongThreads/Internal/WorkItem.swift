@@ -44,6 +44,15 @@ enum WorkItem {
         return .labeled(LabeledWork(label: label, work: work))
     }
 
+    /// Whether `discard()` does anything: it tells a waiter, or hands a job on.
+    @inline(__always)
+    var mustBeTold: Bool {
+        switch self {
+        case .waiting, .job: true
+        case .fireAndForget, .labeled, .taken: false
+        }
+    }
+
     /// Tells the waiter `LongThreadError.discarded`; the closure is released with the item.
     /// A job has nobody to tell and must run exactly once, so it is handed to the thread's
     /// successor instead (`OrphanedJobs`), which runs it after the thread has ended.

@@ -10,6 +10,9 @@ struct WorkQueue {
     private(set) var consumerActive = false
     /// The most entries waiting at once.
     private(set) var highWaterMark = 0
+    /// How many of `entries` must be told when discarded (a waiter, or a job to hand on): when
+    /// none, a discard frees them without looking at each.
+    private var entriesToTell = 0
 
     var count: Int { entries.count }
     var isEmpty: Bool { entries.isEmpty }
@@ -18,6 +21,7 @@ struct WorkQueue {
     @inline(__always)
     mutating func append(_ entry: QueueEntry) -> Bool {
         let mustWake = entries.isEmpty && !consumerActive
+        if entry.item.mustBeTold { entriesToTell += 1 }
         entries.append(entry)
         if entries.count > highWaterMark { highWaterMark = entries.count }
         return mustWake
@@ -31,6 +35,7 @@ struct WorkQueue {
             return false
         }
         consumerActive = true
+        entriesToTell = 0
         if batch.isEmpty {
             // Both arrays keep their storage: in steady state a batch allocates nothing.
             swap(&entries, &batch)
@@ -47,9 +52,12 @@ struct WorkQueue {
         consumerActive = false
     }
 
-    /// Takes every entry out, for discarding.
-    mutating func removeAll() -> [QueueEntry] {
-        defer { entries = [] }
-        return entries
+    /// Takes every entry out, for discarding; `mustTell` is false when no entry has anyone to tell.
+    mutating func removeAll() -> (entries: [QueueEntry], mustTell: Bool) {
+        defer {
+            entries = []
+            entriesToTell = 0
+        }
+        return (entries, entriesToTell > 0)
     }
 }
