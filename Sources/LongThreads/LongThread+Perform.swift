@@ -108,9 +108,7 @@ extension LongThread {
     func sync<T>(modes: [RunLoop.Mode]?, label: String?, _ work: sending () throws -> T) throws -> T {
         if isCurrent { return try work() }
         var outcome: Result<T, any Error>?
-        try withoutActuallyEscaping(work) { work in
-            try runAndWait(modes: modes, label: label) { outcome = Result { try work() } }
-        }
+        try runAndWait(modes: modes, label: label) { outcome = Result { try work() } }
         return try outcome!.get()
     }
 

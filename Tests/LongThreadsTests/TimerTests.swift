@@ -139,7 +139,7 @@ struct TimerTests {
             let racer = try LongThread(name: "lt-cancel-race2")
             let timers = try (0..<40).map { _ in try racer.schedule(every: .microseconds(20)) { _ in } }
             let observer = try racer.addObserver(for: .all) { _ in }
-            usleep(UInt32(round % 7) * 50)
+            usleep(UInt32(round % 7) * 50) // jitter, not a wait: varies where in a pass the cancel lands
             if round.isMultiple(of: 2) { timers.forEach { $0.cancel() } }
             observer.cancel()
             racer.stop()

@@ -21,7 +21,7 @@ extension RunLoopEngine {
             let name = Self.cfMode(mode)
             switch item.object {
             case .timer(let timer): CFRunLoopAddTimer(runLoop, timer, name)
-            case .observer(let observer): CFRunLoopAddObserver(runLoop, observer, name)
+            case .observer(let observer, _): CFRunLoopAddObserver(runLoop, observer, name)
             case .source(let source): CFRunLoopAddSource(runLoop, source, name)
             }
         }
@@ -38,25 +38,21 @@ extension RunLoopEngine {
 final class EngineItem: @unchecked Sendable {
     enum Object {
         case timer(CFRunLoopTimer)
-        case observer(CFRunLoopObserver)
+        /// With the table its callout finds its target in (`invalidate()` removes the target).
+        case observer(CFRunLoopObserver, ObserverTargets)
         case source(CFRunLoopSource)
     }
 
     let object: Object
-    /// An observer's callout table (see `observer`), from which `invalidate()` removes its target.
-    private let observerTargets: ObserverTargets?
 
-    private init(_ object: Object, observerTargets: ObserverTargets? = nil) {
-        self.object = object
-        self.observerTargets = observerTargets
-    }
+    private init(_ object: Object) { self.object = object }
 
     func invalidate() {
         switch object {
         case .timer(let timer): CFRunLoopTimerInvalidate(timer)
-        case .observer(let observer):
+        case .observer(let observer, let targets):
             CFRunLoopObserverInvalidate(observer)
-            observerTargets?.remove(observer)
+            targets.remove(observer)
         case .source(let source): CFRunLoopSourceInvalidate(source)
         }
     }
@@ -117,7 +113,7 @@ final class EngineItem: @unchecked Sendable {
                 .target(of: observer)?(UInt(activity.rawValue))
         }, &context)!
         targets.insert(target, for: observer)
-        return EngineItem(.observer(observer), observerTargets: targets)
+        return EngineItem(.observer(observer, targets))
     }
 
     // MARK: - Descriptor sources

@@ -67,8 +67,9 @@ extension ThreadCore {
 
     /// Loop thread, last thing: wakes every waiter, blocked or awaiting.
     func announceExit() {
+        // The lifecycle is already `.exited` (loopExited or startFailed, under this lock): no task
+        // adds itself to the list any more.
         let waiters = shared.withLock { state in
-            state.hasExited = true
             defer { state.exitWaiters = [] }
             return state.exitWaiters
         }
@@ -81,8 +82,9 @@ extension ThreadCore {
         if !shared.withLock({ $0.lifecycle.hasThread }) { return }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let ended = shared.withLock { state in
-                if !state.hasExited { state.exitWaiters.append(continuation) }
-                return state.hasExited
+                let ended = state.lifecycle.state == .exited
+                if !ended { state.exitWaiters.append(continuation) }
+                return ended
             }
             if ended { continuation.resume() }
         }

@@ -91,8 +91,7 @@ final class ThreadCore: @unchecked Sendable {
         var timers: [ObjectIdentifier: LongThreadTimer] = [:]
         /// Observers and descriptor sources: the loop's exit cancels them.
         var attachments: [ObjectIdentifier: any LoopAttachment] = [:]
-        /// Set (with `exited`) when the loop thread is done; until then, tasks awaiting its end.
-        var hasExited = false
+        /// Tasks awaiting the thread's end, resumed when it has left its loop (`lifecycle` exited).
         var exitWaiters: [CheckedContinuation<Void, Never>] = []
     }
 
