@@ -50,7 +50,7 @@ try worker.addCommonMode(tracking)
 let (pausedTicks, liveTicks) = try worker.sync { () -> (Int, Int) in
     // Like UIKit while a finger drags a scroll view: the loop runs in the tracking mode for 200 ms.
     let (d, c) = (defaultTicks.value, commonTicks.value)
-    worker.runNested(in: tracking, until: .now + .milliseconds(200))
+    try worker.runNested(in: tracking, until: .now + .milliseconds(200))
     return (defaultTicks.value - d, commonTicks.value - c)
 }
 say("during a 200 ms nested run in \"tracking\": the default-mode timer ticked \(pausedTicks) times,")

@@ -222,7 +222,7 @@ func runCycle(_ scenario: Scenario, choices: CycleChoices, producers: Int, hangT
     case .stopDuringNestedRun:
         let thread = try LongThread(name: "stress")
         let tracking = RunLoop.Mode("tracking")
-        post(thread, ledger: ledger) { thread.runNested(in: tracking, until: .now + .seconds(5)) }
+        post(thread, ledger: ledger) { _ = try? thread.runNested(in: tracking, until: .now + .seconds(5)) }
         let workers = (0..<producers).map { index in
             spawn {
                 for _ in 0..<choices.items {

@@ -8,7 +8,10 @@ extension LongThread {
     /// Adds `mode` to this thread's common modes: from now on `.common` work, timers and observers
     /// also run while the loop runs in `mode`.
     ///
-    /// - Throws: ``LongThreadError/stopped`` once a stop has begun.
+    /// - Throws: ``LongThreadError/stopped`` once a stop has begun;
+    ///   ``LongThreadError/invalidMode(_:)`` for `.common` (a set of modes, not one) or a name
+    ///   containing NUL; ``LongThreadError/outOfResources(errno:)`` when CF cannot get the new
+    ///   mode's descriptors.
     /// - Callable from: any thread.
     public func addCommonMode(_ mode: RunLoop.Mode) throws(LongThreadError) {
         try core.addCommonMode(mode)
@@ -25,13 +28,16 @@ extension LongThread {
     /// - Precondition: called on this thread (from one of its tasks).
     /// - Stop: a stop requested meanwhile ends the nested run; the thread then drains and exits
     ///   after the task that called this returns.
+    /// - Throws: ``LongThreadError/invalidMode(_:)`` for `.common` (CF cannot run its common-modes
+    ///   marker: run one of the common modes instead) or a name containing NUL;
+    ///   ``LongThreadError/outOfResources(errno:)`` when CF cannot get a new mode's descriptors.
     @discardableResult
     public func runNested(
         in mode: RunLoop.Mode,
         until deadline: ContinuousClock.Instant,
         while condition: () -> Bool = { true }
-    ) -> Bool {
+    ) throws(LongThreadError) -> Bool {
         precondition(isCurrent, "LongThread.runNested(in:until:while:) must be called from a task on \(self)")
-        return core.runNested(in: mode, until: deadline, while: condition)
+        return try core.runNested(in: mode, until: deadline, while: condition)
     }
 }

@@ -49,10 +49,18 @@ extension LongThread {
             return
         }
         if isCurrent {
+            try acceptsInlineWork()
             work()
             return
         }
         try runAndWait(modes: modes, label: label, work)
+    }
+
+    /// On this thread, where waiting work runs inline: throws `.stopped` once a stop has begun, as
+    /// a post from anywhere else would (the inline shortcut must not outlive the cut-off).
+    @usableFromInline
+    func acceptsInlineWork() throws(LongThreadError) {
+        guard core.shared.withLock({ $0.lifecycle.acceptsWork }) else { throw .stopped }
     }
 
     /// Queues `body` and blocks until it ran on this thread; throws `.discarded` if a stop dropped
@@ -106,7 +114,10 @@ extension LongThread {
     // the non-generic rest.
     @inlinable
     func sync<T>(modes: [RunLoop.Mode]?, label: String?, _ work: sending () throws -> T) throws -> T {
-        if isCurrent { return try work() }
+        if isCurrent {
+            try acceptsInlineWork()
+            return try work()
+        }
         var outcome: Result<T, any Error>?
         try runAndWait(modes: modes, label: label) { outcome = Result { try work() } }
         return try outcome!.get()
@@ -144,6 +155,7 @@ extension LongThread {
     ) async throws -> T {
         if isCurrent {
             try Task.checkCancellation()
+            try acceptsInlineWork()
             return try work()
         }
         let request = AsyncWork(work, label: label)

@@ -1,3 +1,5 @@
+import Foundation
+
 /// Why a LongThread refused or dropped work, or could not start.
 public enum LongThreadError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The thread has begun stopping (or has stopped): it accepts no more work.
@@ -14,6 +16,15 @@ public enum LongThreadError: Error, Equatable, Sendable, CustomStringConvertible
     case noModes
     /// Work was posted in more distinct custom modes than one thread supports.
     case tooManyModes(limit: Int)
+    /// A run-loop mode that cannot be used where it was given: a name containing NUL (CF would
+    /// cut it there), or `.common` where a single mode is needed (``LongThread/addCommonMode(_:)``,
+    /// ``LongThread/runNested(in:until:while:)``): `.common` names a set of modes, not a mode.
+    case invalidMode(RunLoop.Mode)
+    /// The run loop needed a resource the kernel refused, with its `errno` (`EMFILE`: the process
+    /// is out of file descriptors). CoreFoundation takes 2 descriptors for each new mode of a
+    /// thread's loop and has no error path: it would halt the process, so the thread refuses
+    /// first. Nothing was queued; the thread runs on.
+    case outOfResources(errno: Int32)
 
     /// A sentence naming what happened, for logs.
     public var description: String {
@@ -23,6 +34,10 @@ public enum LongThreadError: Error, Equatable, Sendable, CustomStringConvertible
         case .cannotStart(let errno): "LongThread: the thread could not start (errno \(errno))"
         case .noModes: "LongThread: work posted with no run-loop modes could never run"
         case .tooManyModes(let limit): "LongThread: more than \(limit) custom run-loop modes on one thread"
+        case .invalidMode(let mode):
+            "LongThread: run-loop mode \(String(reflecting: mode.rawValue)) cannot be used here "
+                + "(a mode name may not contain NUL, and .common is a set of modes, not one to run or add)"
+        case .outOfResources(let errno): "LongThread: the run loop could not get a kernel resource (errno \(errno))"
         }
     }
 }

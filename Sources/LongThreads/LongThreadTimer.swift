@@ -33,8 +33,16 @@ public final class LongThreadTimer: @unchecked Sendable {
     // MARK: Guarded by its own lock
     private let state: Locked<State>
 
-    // MARK: Written once before the timer is added to the loop and returned (the thread's lock orders it)
-    var engineItem: EngineItem?
+    // MARK: Guarded by its own lock
+    /// The CF timer, once `schedule` made it. Locked: `run(after:)`'s cancellation handler may
+    /// cancel the timer while another thread schedules it.
+    private let item = Locked<EngineItem?>(nil)
+
+    /// Gives the timer its CF item; false (nothing to add) if it was cancelled already.
+    func attach(_ engineItem: EngineItem) -> Bool {
+        item.withLock { $0 = engineItem }
+        return !isCancelled
+    }
 
     init(core: ThreadCore, work: Work, interval: Duration?, tolerance: Duration) {
         self.core = core
@@ -55,7 +63,7 @@ public final class LongThreadTimer: @unchecked Sendable {
     /// - Callable from: any thread, including the timer's own callback.
     public func cancel() {
         let work = end()
-        engineItem?.invalidate()
+        item.withLock { $0 }?.invalidate()
         core?.timerEnded(self)
         if case .once(let item) = work { item.discard() }
     }
@@ -140,10 +148,10 @@ extension LongThread {
         _ work: @escaping @Sendable () throws -> T
     ) async throws -> T {
         let request = AsyncWork(work)
+        let timer = LongThreadTimer(core: core, work: .once(.waiting(request)), interval: nil, tolerance: .zero)
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 guard request.install(continuation) else { return }
-                let timer = LongThreadTimer(core: core, work: .once(.waiting(request)), interval: nil, tolerance: .zero)
                 do throws(LongThreadError) {
                     try core.schedule(timer, after: delay, modes: modes)
                 } catch {
@@ -151,7 +159,10 @@ extension LongThread {
                 }
             }
         } onCancel: {
+            // The waiter hears CancellationError first; then the timer and its closure go at once
+            // instead of waiting in the loop until the deadline.
             request.cancel()
+            timer.cancel()
         }
     }
 }

@@ -18,7 +18,7 @@ struct ModeTests {
         let (duringDefault, duringCommon) = try thread.sync { [tracking] () -> (Int, Int) in
             let defaultBefore = defaultTicks.value
             let commonBefore = commonTicks.value
-            thread.runNested(in: tracking, until: .now + .milliseconds(200))
+            try thread.runNested(in: tracking, until: .now + .milliseconds(200))
             return (defaultTicks.value - defaultBefore, commonTicks.value - commonBefore)
         }
         #expect(duringDefault == 0)
@@ -35,7 +35,7 @@ struct ModeTests {
             try? thread.perform(modes: [tracking]) { log.record("t1") }
             try? thread.perform { log.record("d2") }
             try? thread.perform(modes: [tracking]) { log.record("t2") }
-            return thread.runNested(in: tracking, until: .now + .seconds(10)) { log.count < 2 }
+            return try thread.runNested(in: tracking, until: .now + .seconds(10)) { log.count < 2 }
         }
         #expect(done)
         try thread.sync {}
@@ -47,7 +47,7 @@ struct ModeTests {
         let thread = try LongThread(name: "lt-deadline")
         defer { thread.stop() }
         let result = try thread.sync { [tracking] in
-            thread.runNested(in: tracking, until: .now + .milliseconds(20))
+            try thread.runNested(in: tracking, until: .now + .milliseconds(20))
         }
         #expect(result == false)
     }
@@ -60,7 +60,7 @@ struct ModeTests {
         let mode = Recorder<String>()
         let ran = try thread.sync { [tracking] () -> Bool in
             try? thread.perform(modes: [.common]) { mode.record(RunLoop.current.currentMode?.rawValue ?? "?") }
-            return thread.runNested(in: tracking, until: .now + .seconds(10)) { mode.count == 0 }
+            return try thread.runNested(in: tracking, until: .now + .seconds(10)) { mode.count == 0 }
         }
         #expect(ran)
         #expect(mode.events == ["tracking"])
@@ -73,7 +73,7 @@ struct ModeTests {
         let result = Recorder<Bool>()
         try thread.perform { [tracking] in
             entered.countDown()
-            result.record(thread.runNested(in: tracking, until: .now + .seconds(30)))
+            result.record((try? thread.runNested(in: tracking, until: .now + .seconds(30))) ?? true)
         }
         #expect(entered.wait())
         thread.stop()

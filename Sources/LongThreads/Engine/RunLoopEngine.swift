@@ -40,11 +40,12 @@ final class RunLoopEngine: @unchecked Sendable {
     /// timeout arms a libdispatch timer on an overcommit queue each run (up to ~256 threads).
     static let forever: CFTimeInterval = 1e10
 
-    /// Loop thread only.
-    init(delegate: any RunLoopEngineDelegate) {
+    /// Loop thread only. Throws `.outOfResources` instead of letting CF halt the process when the
+    /// descriptors for the loop cannot be had (`DescriptorHeadroom`).
+    init(delegate: any RunLoopEngineDelegate) throws(LongThreadError) {
         callouts = Callouts(delegate: delegate)
         let info = Unmanaged.passUnretained(callouts).toOpaque()
-        runLoop = CFRunLoopGetCurrent()
+        runLoop = try DescriptorHeadroom.withDescriptors(DescriptorHeadroom.runLoop) { CFRunLoopGetCurrent() }
         workSource = Self.makeWorkSource(info: info)
         keepAlive = Self.makeKeepAlive()
         let activities = CFRunLoopActivity.entry.rawValue | CFRunLoopActivity.exit.rawValue
@@ -64,10 +65,11 @@ final class RunLoopEngine: @unchecked Sendable {
     @inline(__always)
     func wake() { CFRunLoopWakeUp(runLoop) }
 
-    /// Puts the sources and the observer in the custom mode `name`. Call it only while the loop
-    /// thread lives: a source added to the loop of an exited thread forms a retain cycle and leaks.
-    func add(modeNamed name: String) {
-        add(toMode: Self.cfString(name))
+    /// Puts the sources and the observer in the custom mode `name`, which makes CF create it. Call
+    /// it only while the loop thread lives: a source added to the loop of an exited thread forms a
+    /// retain cycle and leaks. Throws `.outOfResources` when CF could not get the mode's descriptors.
+    func add(modeNamed name: String) throws(LongThreadError) {
+        try DescriptorHeadroom.withDescriptors(DescriptorHeadroom.mode) { add(toMode: Self.cfString(name)) }
     }
 
     // MARK: - Loop thread only

@@ -22,7 +22,7 @@ struct ModeTable {
     /// (to add the run-loop source to it) before this returns.
     mutating func mask(
         for modes: [RunLoop.Mode],
-        register: (String) -> Void
+        register: (String) throws(LongThreadError) -> Void
     ) throws(LongThreadError) -> Mask {
         // The common case, without hashing.
         if modes.count == 1, modes[0] == .default { return Self.defaultBit }
@@ -34,16 +34,25 @@ struct ModeTable {
         return mask
     }
 
-    mutating func bit(for mode: RunLoop.Mode, register: (String) -> Void) throws(LongThreadError) -> Mask {
+    /// The bit of `mode`, registering it (`register` adds the loop's sources to it, which makes CF
+    /// create the mode) the first time. A mode `register` refused stays unregistered.
+    mutating func bit(for mode: RunLoop.Mode, register: (String) throws(LongThreadError) -> Void) throws(LongThreadError) -> Mask {
         if mode == .default { return Self.defaultBit }
         if mode == .common { return Self.commonBit }
         if let bit = bits[mode.rawValue] { return bit }
+        try Self.validate(mode)
         guard names.count < Self.customModeLimit else { throw .tooManyModes(limit: Self.customModeLimit) }
+        try register(mode.rawValue)
         let bit: Mask = 1 << Mask(names.count + 2)
         names.append(mode.rawValue)
         bits[mode.rawValue] = bit
-        register(mode.rawValue)
         return bit
+    }
+
+    /// Refuses a name CF would cut at a NUL: work keyed by the whole name would never be eligible
+    /// in the mode CF runs, and a draining stop would wait for it for ever.
+    static func validate(_ mode: RunLoop.Mode) throws(LongThreadError) {
+        if mode.rawValue.utf8.contains(0) { throw .invalidMode(mode) }
     }
 
     /// Adds a registered mode to the common set, so `.common` work runs in it.

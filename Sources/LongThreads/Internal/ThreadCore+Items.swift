@@ -18,10 +18,13 @@ extension ThreadCore {
             guard let timer else { return }
             if let self { self.runCallout { timer.fire() } } else { timer.fire() }
         }
-        timer.engineItem = item
+        guard timer.attach(item) else { return } // cancelled already (run(after:) racing its task)
         try shared.withLock { (state: inout SharedState) throws(LongThreadError) in
             guard state.lifecycle.acceptsWork, let engine = state.engine else { throw LongThreadError.stopped }
-            _ = try state.modes.mask(for: modes) { engine.add(modeNamed: $0) }
+            _ = try state.modes.mask(for: modes) { (name) throws(LongThreadError) in try engine.add(modeNamed: name) }
+            // A cancel after `attach` either comes before this check, or invalidates the CF timer
+            // (CF then skips or undoes the add) and removes the entry once this lock is released.
+            guard !timer.isCancelled else { return }
             engine.add(item, modes: modes)
             state.timers[ObjectIdentifier(timer)] = timer
         }
@@ -47,7 +50,7 @@ extension ThreadCore {
     func register(_ attachment: some LoopAttachment, item: EngineItem, modes: [RunLoop.Mode]) throws(LongThreadError) {
         try shared.withLock { (state: inout SharedState) throws(LongThreadError) in
             guard state.lifecycle.acceptsWork, let engine = state.engine else { throw LongThreadError.stopped }
-            _ = try state.modes.mask(for: modes) { engine.add(modeNamed: $0) }
+            _ = try state.modes.mask(for: modes) { (name) throws(LongThreadError) in try engine.add(modeNamed: name) }
             engine.add(item, modes: modes)
             state.attachments[ObjectIdentifier(attachment)] = attachment
         }
@@ -58,9 +61,11 @@ extension ThreadCore {
     }
 
     func addCommonMode(_ mode: RunLoop.Mode) throws(LongThreadError) {
+        // CF's common-modes marker as a common mode makes CFRunLoopAddCommonMode recurse without end.
+        if mode == .common { throw .invalidMode(mode) }
         try shared.withLock { (state: inout SharedState) throws(LongThreadError) in
             guard state.lifecycle.acceptsWork, let engine = state.engine else { throw LongThreadError.stopped }
-            let bit = try state.modes.bit(for: mode) { engine.add(modeNamed: $0) }
+            let bit = try state.modes.bit(for: mode) { (name) throws(LongThreadError) in try engine.add(modeNamed: name) }
             state.modes.addToCommonSet(bit)
             engine.addCommonMode(mode)
         }
@@ -69,10 +74,16 @@ extension ThreadCore {
     }
 
     /// Loop thread only (checked by the caller).
-    func runNested(in mode: RunLoop.Mode, until deadline: ContinuousClock.Instant, while condition: () -> Bool) -> Bool {
-        let registered = shared.withLock { state -> Bool in
+    func runNested(
+        in mode: RunLoop.Mode, until deadline: ContinuousClock.Instant, while condition: () -> Bool
+    ) throws(LongThreadError) -> Bool {
+        // CF refuses to run its common-modes marker ("invalid mode") and returns at once, so a
+        // run in it would spin until the deadline's check.
+        if mode == .common { throw .invalidMode(mode) }
+        let registered = try shared.withLock { (state: inout SharedState) throws(LongThreadError) -> Bool in
             guard !state.lifecycle.isStopping, state.lifecycle.state != .exited, let engine = state.engine else { return false }
-            return (try? state.modes.mask(for: [mode]) { engine.add(modeNamed: $0) }) != nil
+            _ = try state.modes.mask(for: [mode]) { (name) throws(LongThreadError) in try engine.add(modeNamed: name) }
+            return true
         }
         guard registered, let engine else { return false }
         let left = ContinuousClock.now.duration(to: deadline)

@@ -9,29 +9,56 @@ extension ThreadCore {
     /// Timers end here: a draining thread does not wait for them.
     func requestStop(_ pending: LongThread.PendingWork) {
         typealias Taken = (engine: RunLoopEngine?, dropped: [QueueEntry], mustTell: Bool, timers: [LongThreadTimer])
-        let (engine, dropped, mustTell, timers) = shared.withLock { state -> Taken in
-            let action = state.lifecycle.stopRequested(pending)
-            if action == .none { return (nil, [], false, []) }
-            let timers = Array(state.timers.values)
-            state.timers = [:]
-            guard action == .discard else { return (state.engine, [], false, timers) }
-            discardRequested.store(true, ordering: .relaxed)
-            let (dropped, mustTell) = state.queue.removeAll()
-            state.discarded += dropped.count
-            return (state.engine, dropped, mustTell, timers)
-        }
-        guard let engine else {
-            // Nothing to do, or the loop never ran / already exited.
+        let engine: RunLoopEngine?
+        do {
+            let taken = shared.withLock { state -> Taken? in
+                let action = state.lifecycle.stopRequested(pending)
+                if action == .none { return nil }
+                // Until `stopFinished`, the loop thread may not announce its end (`finishExit`):
+                // every stopper then waits for the same end, and `.stopped` follows `.stopRequested`.
+                state.stopsInFlight += 1
+                let timers = Array(state.timers.values)
+                state.timers = [:]
+                guard action == .discard else { return (state.engine, [], false, timers) }
+                discardRequested.store(true, ordering: .relaxed)
+                let (dropped, mustTell) = state.queue.removeAll()
+                state.discarded += dropped.count
+                return (state.engine, dropped, mustTell, timers)
+            }
+            guard let (takenEngine, dropped, mustTell, timers) = taken else { return }
+            engine = takenEngine
+            instrument?.record(.stopRequested(name: name, pending: pending))
+            // Outside the lock: waiters wake up here, and the closures are released when this
+            // scope ends, before `stopFinished` lets the loop (and so any stopper) finish.
             Self.discard(dropped, mustTell: mustTell)
             for timer in timers { timer.cancel() }
-            return
         }
-        instrument?.record(.stopRequested(name: name, pending: pending))
-        // Outside the lock: waiters wake up and closures are released here, before stop returns.
-        Self.discard(dropped, mustTell: mustTell)
-        for timer in timers { timer.cancel() }
-        engine.signal()
-        engine.wake()
+        stopFinished()
+        // Nil when the loop never ran (it sees the stop when it starts) or has exited.
+        engine?.signal()
+        engine?.wake()
+    }
+
+    /// A stopper released what it took; the last one lets a waiting `finishExit` go on.
+    private func stopFinished() {
+        let exitWaiting = shared.withLock { state -> OneShotEvent? in
+            state.stopsInFlight -= 1
+            return state.stopsInFlight == 0 ? state.stopsReleased : nil
+        }
+        exitWaiting?.signal()
+    }
+
+    /// Loop thread, before it announces its end: waits until every stopper has released what it
+    /// took from the queue and recorded its request. A stopper never waits for the loop while it
+    /// releases, so this cannot deadlock.
+    private func waitForStopsInFlight() {
+        let event = shared.withLock { state -> OneShotEvent? in
+            guard state.stopsInFlight > 0 else { return nil }
+            let event = OneShotEvent()
+            state.stopsReleased = event
+            return event
+        }
+        event?.wait()
     }
 
     /// Tells each dropped entry's waiter, if any has one (a million fire-and-forget closures are
@@ -62,6 +89,7 @@ extension ThreadCore {
         // Remove our sources and observer on this thread, before it exits: CF's thread-exit
         // finaliser then frees the loop and its descriptors.
         engine.tearDown()
+        waitForStopsInFlight()
         instrument?.record(.stopped(name: name, tasksRun: tasksRun, discarded: discarded))
     }
 

@@ -14,7 +14,7 @@ extension ThreadCore: RunLoopEngineDelegate {
             var mask = ModeTable.defaultBit
             if let modes {
                 let engine = state.engine
-                mask = try state.modes.mask(for: modes) { engine?.add(modeNamed: $0) }
+                mask = try state.modes.mask(for: modes) { (name) throws(LongThreadError) in try engine?.add(modeNamed: name) }
             }
             guard state.queue.append(QueueEntry(item: item, modes: mask)) else { return nil }
             if instrument != nil { state.queueNonEmptySince = CLongThreadsShims_monotonicNanoseconds() }
@@ -142,15 +142,35 @@ extension ThreadCore: RunLoopEngineDelegate {
             instrument?.record(.started(name: name))
             ready.signal()
         }
+        let mode = engine?.currentModeName() ?? RunLoop.Mode.default.rawValue
+        runModes.append(mode)
         // A run nested inside a task suspends the drain that was running it: producers must
-        // signal again, and work waiting for this mode gets a look.
-        shared.withLock { $0.queue.consumerSuspended() }
-        engine?.signal()
+        // signal again. Work already waiting gets a look only if it may run in this mode (or a
+        // stop must end the run): a signal with nothing to do still counts as a handled source,
+        // which ends a `RunLoop.run(mode:before:)` at once, and a task looping on it would spin.
+        let mustLook = shared.withLock { state in
+            state.queue.consumerSuspended()
+            return hasWork(eligibleIn: mode, state: state)
+        }
+        if mustLook { engine?.signal() }
     }
 
     func engineDidExitRun() {
-        // Back in the enclosing run (if any): work for its mode may have been skipped meanwhile.
-        engine?.signal()
+        _ = runModes.popLast()
+        // Back in the enclosing run (if any): work for its mode may have arrived meanwhile.
+        guard let enclosing = runModes.last else { return }
+        if shared.withLock({ hasWork(eligibleIn: enclosing, state: $0) }) { engine?.signal() }
+    }
+
+    /// Loop thread, under the lock: whether accepted work not yet run may run in `mode`, or a
+    /// stop is under way (which ends every run).
+    private func hasWork(eligibleIn mode: String, state: SharedState) -> Bool {
+        if state.lifecycle.isStopping { return true }
+        let mask = state.modes.eligibility(inModeNamed: mode)
+        if mask == 0 { return false }
+        // Taken entries have no modes left, so they never match.
+        for entry in batch[batchHead...] where entry.modes & mask != 0 { return true }
+        return state.queue.entries.contains { $0.modes & mask != 0 }
     }
 
     func engineDidWake() {

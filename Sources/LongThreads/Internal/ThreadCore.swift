@@ -64,6 +64,8 @@ final class ThreadCore: @unchecked Sendable {
     var wakeUps = 0
     var timersFired = 0
     var discardedByLoop = 0
+    /// The mode of each run of the loop on the stack, innermost last (entry and exit observer).
+    var runModes: [String] = []
     /// Callouts on the stack: a task running the loop nested stays one callout.
     var calloutDepth = 0
     var announcedReady = false
@@ -91,6 +93,11 @@ final class ThreadCore: @unchecked Sendable {
         var timers: [ObjectIdentifier: LongThreadTimer] = [:]
         /// Observers and descriptor sources: the loop's exit cancels them.
         var attachments: [ObjectIdentifier: any LoopAttachment] = [:]
+        /// Stoppers that changed the lifecycle and are still releasing what they took (discarded
+        /// work, cancelled timers): the loop announces its end only once none is left.
+        var stopsInFlight = 0
+        /// Set by the loop thread when it waits for `stopsInFlight` to reach 0.
+        var stopsReleased: OneShotEvent?
         /// Tasks awaiting the thread's end, resumed when it has left its loop (`lifecycle` exited).
         var exitWaiters: [CheckedContinuation<Void, Never>] = []
     }
@@ -125,8 +132,18 @@ final class ThreadCore: @unchecked Sendable {
             announceExit()
             return
         }
+        let engine: RunLoopEngine
+        do throws(LongThreadError) {
+            engine = try RunLoopEngine(delegate: self)
+        } catch {
+            // Out of descriptors: CF would have halted the process making the loop.
+            if case .outOfResources(let errno) = error { startError = errno } else { startError = EAGAIN }
+            shared.withLock { $0.lifecycle.startFailed() }
+            ready.signal()
+            announceExit()
+            return
+        }
         pthread_setspecific(Self.currentKey, Unmanaged.passUnretained(self).toOpaque())
-        let engine = RunLoopEngine(delegate: self)
         self.engine = engine
         shared.withLock { state in
             state.engine = engine

@@ -1,0 +1,54 @@
+import Glibc
+
+/// Keeps CoreFoundation from meeting the descriptor limit.
+///
+/// CF takes descriptors when it makes a thread's run loop (3: its wake-up eventfd, and the
+/// default mode's epoll set and timer eventfd) and each new mode (2), and has no error path when
+/// the kernel refuses: it halts the process (`__CFRunLoopCopyMode` → `HALT`). So before every call
+/// that can make CF create a loop or a mode, the library takes the descriptors CF will need
+/// itself, gives them back, and only then calls CF — or throws `EMFILE` without calling it.
+///
+/// Why this is sound for the library's own threads: each such call happens under `lock`, so no
+/// other LongThread allocation can take the slots between the probe and CF's use of them, and
+/// descriptors are numbered lowest-free-first, so slots just freed are the ones CF gets. It is
+/// not a guarantee against code outside the library that opens descriptors on another thread in
+/// the same microsecond while the process sits exactly at its limit: no user-space protocol can
+/// give that, short of patching CF. One spare slot beyond CF's count (`margin`) narrows that
+/// window further.
+enum DescriptorHeadroom {
+    /// What CF takes to make a thread's run loop with its default mode.
+    static let runLoop = 3
+    /// What CF takes for each new mode of a loop.
+    static let mode = 2
+    private static let margin = 1
+
+    private static let lock = Locked(())
+
+    /// Calls `body`, which may make CF take up to `count` descriptors, if that many (plus a
+    /// spare) are free now; otherwise returns the `errno` that refused them, without calling it.
+    static func withDescriptors<Result>(
+        _ count: Int, _ body: () throws(LongThreadError) -> Result
+    ) throws(LongThreadError) -> Result {
+        try lock.withLock { (_: inout Void) throws(LongThreadError) -> Result in
+            if let errno = probe(count + margin) { throw .outOfResources(errno: errno) }
+            return try body()
+        }
+    }
+
+    /// Takes `count` descriptors and gives them back; the errno of the first refusal, if any.
+    private static func probe(_ count: Int) -> Int32? {
+        var taken: [Int32] = []
+        taken.reserveCapacity(count)
+        defer { for fd in taken { close(fd) } }
+        // One open, then cheap duplicates of it: each takes a slot as CF's eventfd or epoll would.
+        let first = open("/dev/null", O_RDONLY | O_CLOEXEC)
+        if first < 0 { return errno }
+        taken.append(first)
+        for _ in 1..<max(count, 1) {
+            let fd = fcntl(first, F_DUPFD_CLOEXEC, 0)
+            if fd < 0 { return errno }
+            taken.append(fd)
+        }
+        return nil
+    }
+}

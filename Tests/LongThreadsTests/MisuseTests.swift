@@ -1,0 +1,81 @@
+import Foundation
+import LongThreads
+import Testing
+
+/// Misuse that once crashed, hung or broke a promise: each gets a thrown error now.
+@Suite("Misuse")
+struct MisuseTests {
+    @Test("addCommonMode(.common) is refused, even with common-mode items present")
+    func commonAsCommonMode() throws {
+        let thread = try LongThread(name: "lt-common-common")
+        defer { thread.stop() }
+        let observer = try thread.addObserver(for: [.beforeWaiting]) { _ in } // in .common
+        defer { observer.cancel() }
+        #expect(throws: LongThreadError.invalidMode(.common)) { try thread.addCommonMode(.common) }
+        try thread.sync {} // the thread still serves
+    }
+
+    @Test("a mode name with NUL is refused wherever a mode enters, and a draining stop still ends")
+    func nulInModeName() throws {
+        let thread = try LongThread(name: "lt-nul-mode")
+        let bad = RunLoop.Mode("track\0ing")
+        #expect(throws: LongThreadError.invalidMode(bad)) { try thread.perform(modes: [bad]) {} }
+        #expect(throws: LongThreadError.invalidMode(bad)) { try thread.perform(waitUntilDone: true, modes: [bad]) {} }
+        #expect(throws: LongThreadError.invalidMode(bad)) { try thread.perform(after: .seconds(1), modes: [bad]) {} }
+        #expect(throws: LongThreadError.invalidMode(bad)) { try thread.addObserver(for: [.entry], modes: [bad]) { _ in } }
+        #expect(throws: LongThreadError.invalidMode(bad)) { try thread.addCommonMode(bad) }
+        let nested = try thread.sync { () -> LongThreadError? in
+            do { _ = try thread.runNested(in: bad, until: .now + .seconds(1)) } catch { return error as? LongThreadError }
+            return nil
+        }
+        #expect(nested == .invalidMode(bad))
+        let stopped = Latch()
+        Thread { thread.stop(); stopped.countDown() }.start()
+        #expect(stopped.wait())
+    }
+
+    @Test("runNested(in: .common) is refused at once instead of spinning to its deadline")
+    func nestedRunInCommonModes() throws {
+        let thread = try LongThread(name: "lt-nested-common")
+        defer { thread.stop() }
+        let clock = ContinuousClock()
+        let start = clock.now
+        let outcome = try thread.sync { () -> LongThreadError? in
+            do { _ = try thread.runNested(in: .common, until: .now + .seconds(2)) } catch { return error as? LongThreadError }
+            return nil
+        }
+        #expect(outcome == .invalidMode(.common))
+        #expect(clock.now - start < .seconds(1))
+    }
+
+    @Test("sync, perform(waitUntilDone:) and run on the thread itself throw .stopped once a stop began")
+    func inlineWaitsAfterStop() async throws {
+        let thread = try LongThread(name: "lt-inline-stop")
+        let outcomes = Recorder<String>()
+        let done = Latch()
+        try thread.perform {
+            thread.stop(waitUntilDone: false)
+            do { try thread.sync { outcomes.record("sync ran") } } catch { outcomes.record("sync: \(error)") }
+            do { try thread.perform(waitUntilDone: true) { outcomes.record("perform ran") } } catch {
+                outcomes.record("perform: \(error)")
+            }
+            done.countDown()
+        }
+        #expect(done.wait())
+        let stopped = String(describing: LongThreadError.stopped)
+        #expect(outcomes.events == ["sync: \(stopped)", "perform: \(stopped)"])
+        #expect(thread.waitUntilExit(timeout: .seconds(10)))
+    }
+
+    @Test("run on the thread itself throws .stopped once a stop began")
+    func inlineRunAfterStop() async throws {
+        let thread = try LongThread(name: "lt-inline-run")
+        let result = await withTaskExecutorPreference(thread) { () async -> LongThreadError? in
+            thread.stop(waitUntilDone: false)
+            do { _ = try await thread.run { 1 } } catch let error as LongThreadError { return error } catch {}
+            return nil
+        }
+        #expect(result == .stopped)
+        await thread.waitUntilExit()
+    }
+}
