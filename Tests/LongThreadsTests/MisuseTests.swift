@@ -3,7 +3,7 @@ import LongThreads
 import Testing
 
 /// Misuse that once crashed, hung or broke a promise: each gets a thrown error now.
-@Suite("Misuse")
+@Suite("Misuse", .timeLimit(.minutes(1)))
 struct MisuseTests {
     @Test("addCommonMode(.common) is refused, even with common-mode items present")
     func commonAsCommonMode() throws {
@@ -70,11 +70,14 @@ struct MisuseTests {
     @Test("run on the thread itself throws .stopped once a stop began")
     func inlineRunAfterStop() async throws {
         let thread = try LongThread(name: "lt-inline-run")
-        let result = await withTaskExecutorPreference(thread) { () async -> LongThreadError? in
+        let (onThread, result) = await withTaskExecutorPreference(thread) { () async -> (Bool, LongThreadError?) in
+            await Task.yield() // the body starts on the caller's executor; it is on the thread after a hop
+            let onThread = thread.isCurrent
             thread.stop(waitUntilDone: false)
-            do { _ = try await thread.run { 1 } } catch let error as LongThreadError { return error } catch {}
-            return nil
+            do { _ = try await thread.run { 1 } } catch let error as LongThreadError { return (onThread, error) } catch {}
+            return (onThread, nil)
         }
+        #expect(onThread)
         #expect(result == .stopped)
         await thread.waitUntilExit()
     }
