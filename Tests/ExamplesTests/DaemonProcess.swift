@@ -41,8 +41,15 @@ final class DaemonProcess: Sendable {
     var journalPath: String { directory.appendingPathComponent("journal.log").path }
 
     /// Starts the daemon on a socket, a pidfile and a journal in `directory`, with `options`
-    /// added, or with exactly `arguments`; `environment` is added to the test's own.
-    init(directory: URL, arguments: [String]? = nil, options: [String] = [], environment: [String: String] = [:]) throws {
+    /// added, or with exactly `arguments`; `environment` is added to the test's own. `input`, if
+    /// given, is its whole standard input; otherwise standard input is empty.
+    init(
+        directory: URL,
+        arguments: [String]? = nil,
+        options: [String] = [],
+        environment: [String: String] = [:],
+        input: String? = nil
+    ) throws {
         self.directory = directory
         process = Process()
         process.executableURL = try Self.executable
@@ -55,10 +62,15 @@ final class DaemonProcess: Sendable {
         let errors = Pipe(), outputs = Pipe()
         process.standardError = errors
         process.standardOutput = outputs
-        process.standardInput = FileHandle.nullDevice
+        let inputs = input.map { _ in Pipe() }
+        process.standardInput = inputs ?? FileHandle.nullDevice
         let exited = self.exited
         process.terminationHandler = { _ in exited.signal() }
         try process.run()
+        if let inputs, let input {
+            inputs.fileHandleForWriting.write(Data(input.utf8))
+            try inputs.fileHandleForWriting.close()
+        }
         log = CapturedLines(errors.fileHandleForReading)
         output = CapturedLines(outputs.fileHandleForReading)
     }
@@ -94,6 +106,7 @@ final class DaemonProcess: Sendable {
 final class CapturedLines: Sendable {
     private let received = Protected<[(at: ContinuousClock.Instant, text: String)]>([])
     private let arrived = DispatchSemaphore(value: 0)
+    private let ended = DispatchSemaphore(value: 0)
 
     init(_ handle: FileHandle) {
         Thread.detachNewThread { [self] in
@@ -109,7 +122,16 @@ final class CapturedLines: Sendable {
                     arrived.signal()
                 }
             }
+            ended.signal()
         }
+    }
+
+    /// Waits until the writer closed the pipe (exited), at most `timeout` seconds; then `lines`
+    /// is all there is.
+    func waitForEnd(timeout: Double = 10) -> Bool {
+        if ended.wait(timeout: .now() + timeout) == .timedOut { return false }
+        ended.signal() // let later callers see it too
+        return true
     }
 
     var lines: [String] { received.withLock { $0.map(\.text) } }
