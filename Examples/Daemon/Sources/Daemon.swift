@@ -26,10 +26,12 @@ struct Daemon {
 
     /// Starts everything, serves until the group shuts down, then closes the journal.
     ///
-    /// - Throws: ``DaemonError`` when it cannot start (nothing is left running then).
+    /// - Throws: ``DaemonError`` when it cannot start (its threads stop as they are released),
+    ///   or what the service group threw. The pidfile is removed either way.
     func run() async throws {
         ProcessTitle.prepare()
         let pidfile = try PidFile(configuration.pidfile)
+        defer { pidfile.remove() }
         let threadOptions = LongThread.Options(instrument: LoggingInstrument(logger: logger))
         let journal: Journal
         let server: SocketServer?
@@ -39,8 +41,7 @@ struct Daemon {
                 try SocketServer(path: path, journal: journal, limits: configuration.limits, options: threadOptions, logger: logger)
             }
         } catch {
-            pidfile.remove()
-            throw error as? DaemonError ?? .system("cannot start: \(error)", errno: 0)
+            throw error as? DaemonError ?? .system("\(error)", errno: 0)
         }
 
         var sources: [String] = []
@@ -54,7 +55,12 @@ struct Daemon {
             onStopping: { journal.show("draining") },
             logger: logger
         )
-        let monitor = try watchdog.startMonitor()
+        let monitor: StallMonitor
+        do {
+            monitor = try watchdog.startMonitor()
+        } catch {
+            throw DaemonError.system("cannot start the stall monitor: \(error)", errno: 0)
+        }
 
         // Started in this order, shut down in the reverse one (see the type's comment).
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: LongThreadService(journal.thread))]
@@ -79,7 +85,6 @@ struct Daemon {
         // Every service returned: the journal's thread has drained and ended.
         withExtendedLifetime(monitor) {}
         let records = journal.finish()
-        pidfile.remove()
         logger.info("stopped: every accepted request answered; \(records) records in \(configuration.journal)")
     }
 }

@@ -6,7 +6,7 @@ public enum DaemonError: Error, Equatable, CustomStringConvertible {
     case usage(String)
     /// Another instance holds the pidfile.
     case alreadyRunning(pid: Int32?, pidfile: String)
-    /// A system call failed.
+    /// A system call failed (errno 0: something else did, as the message says).
     case system(String, errno: Int32)
 
     /// One line for a log or a terminal.
@@ -15,7 +15,7 @@ public enum DaemonError: Error, Equatable, CustomStringConvertible {
         case .usage(let message): return message
         case .alreadyRunning(let pid, let pidfile):
             return "already running" + (pid.map { " as pid \($0)" } ?? "") + " (pidfile \(pidfile) is locked); not starting twice"
-        case .system(let what, let errno): return "\(what): \(String(cString: strerror(errno)))"
+        case .system(let what, let errno): return errno == 0 ? what : "\(what): \(String(cString: strerror(errno)))"
         }
     }
 }

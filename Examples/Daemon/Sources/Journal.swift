@@ -68,7 +68,7 @@ final class Journal: @unchecked Sendable {
         _ batch: [Result<DaemonRequest, DaemonReplyError>],
         reply: @escaping @Sendable ([String]) -> Void
     ) throws(LongThreadError) {
-        try thread.perform { reply(self.apply(batch)) }
+        try thread.perform(label: "journal batch") { reply(self.apply(batch)) }
     }
 
     /// Journal thread: runs a batch. Appends go to the file with one write and one fsync.

@@ -69,7 +69,7 @@ final class SystemdWatchdog: Service, Sendable {
     /// `STOPPING=1` when the graceful shutdown reaches it.
     func run() async throws {
         SystemdNotifier.notify(["READY=1", "STATUS=serving \(serving): \(status())"])
-        var metadata: Logger.Metadata = ["pid": "\(getpid())"]
+        var metadata: Logger.Metadata = ["pid": "\(getpid())", "stall.threshold": "\(stallThreshold)"]
         if let period { metadata["watchdog.period"] = "\(period)" }
         logger.info("ready: pid \(getpid()), serving \(serving)", metadata: metadata)
         if let period {
