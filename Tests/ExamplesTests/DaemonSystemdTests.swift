@@ -38,10 +38,12 @@ struct DaemonSystemdTests {
         let reportIndex = lines.firstIndex { $0.contains("LongThread stalled") }
         let withheldIndex = lines.firstIndex { $0.contains("withholding WATCHDOG=1") }
         #expect(reportIndex != nil && withheldIndex != nil && reportIndex! < withheldIndex!, "\(lines)")
-        // The stall began at least 0.3 s before its report: from one period (0.5 s) after that,
-        // until the stall ends (3 s after it began), no ping. Three would come if it were healthy.
+        // The stall began at least 0.3 s before its report. A tick up to one period (0.5 s) after
+        // it began may still ping for the heartbeat that ran before; after that, no ping until the
+        // stall ends, 3 s after it began. The window leaves room for late ticks and a late report
+        // on a loaded machine; a healthy daemon would ping two or three times in it.
         if let reported = report?.at {
-            let silent = systemd.pings().filter { $0 > reported + .milliseconds(700) && $0 < reported + .milliseconds(2000) }
+            let silent = systemd.pings().filter { $0 > reported + .milliseconds(1000) && $0 < reported + .milliseconds(2200) }
             #expect(silent.isEmpty, "pings during the stall at \(silent.map { $0 - reported })")
         }
         #expect(systemd.messages().contains { $0.text.contains("STATUS=stalled: daemon.journal") })
