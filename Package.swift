@@ -65,11 +65,7 @@ let package = Package(
             dependencies: ["LongThreads", "AFNetworkingExample", "WeexExample"],
             path: "Examples/Demo"
         ),
-        .executableTarget(
-            name: "LongThreadDaemon",
-            dependencies: ["DaemonExample"],
-            path: "Examples/Daemon/Main"
-        ),
+        .executableTarget(name: "LongThreadDaemon", dependencies: ["DaemonExample"], path: "Examples/Daemon/Main"),
         .executableTarget(name: "LongThreadStress", dependencies: ["LongThreads", "CLongThreadsShims"], path: "Sources/LongThreadStress"),
 
         // MARK: - Tests
