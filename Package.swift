@@ -18,6 +18,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.6.0"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.5.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
     ],
     targets: [
         // MARK: - Core
@@ -46,7 +47,17 @@ let package = Package(
         .target(name: "AFNetworkingExample", dependencies: ["LongThreads", "ExampleSupport"], path: "Examples/AFNetworking", exclude: ["README.md"]),
         .target(name: "WeexExample", dependencies: ["LongThreads", "ExampleSupport"], path: "Examples/Weex", exclude: ["README.md"]),
         .systemLibrary(name: "CLibBSD", path: "Sources/CLibBSD", providers: [.apt(["libbsd-dev"])]),
-        .target(name: "DaemonExample", dependencies: ["LongThreads", "CLibBSD", "ExampleSupport"], path: "Examples/Daemon/Sources"),
+        .systemLibrary(name: "CSystemd", path: "Examples/Daemon/CSystemd", providers: [.apt(["libsystemd-dev"])]),
+        .target(
+            name: "DaemonExample",
+            dependencies: [
+                "LongThreads", "LongThreadsServiceLifecycle", "LongThreadsLogging", "CLibBSD", "CSystemd", "ExampleSupport",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            path: "Examples/Daemon/Sources"
+        ),
 
         // MARK: - Executables
         .executableTarget(

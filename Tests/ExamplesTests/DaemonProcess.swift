@@ -2,15 +2,18 @@ import DaemonExample
 import ExampleSupport
 import Foundation
 
-/// `longthread-daemon` run as a child process, its standard error read line by line.
+/// `longthread-daemon` run as a child process, its standard error (and output) read line by line.
 ///
 /// The executable is found next to the test bundle (SwiftPM puts every product of the package in
-/// the same build directory, and `swift test` builds them all), or at `$LONGTHREAD_DAEMON`.
+/// the same build directory, and `swift test` builds them all), or at `$LONGTHREAD_DAEMON`. It is
+/// started by absolute path, as a service manager starts it.
 final class DaemonProcess: Sendable {
     let process: Process
     let directory: URL
-    private let stderrLines = Protected<[String]>([])
-    private let lineArrived = DispatchSemaphore(value: 0)
+    /// Standard error: the daemon's log.
+    let log: CapturedLines
+    /// Standard output (replies to standard input, help, version).
+    let output: CapturedLines
     private let exited = DispatchSemaphore(value: 0)
 
     static var executable: URL {
@@ -37,7 +40,16 @@ final class DaemonProcess: Sendable {
     var pidfilePath: String { directory.appendingPathComponent("d.pid").path }
     var journalPath: String { directory.appendingPathComponent("journal.log").path }
 
-    init(directory: URL, arguments: [String]? = nil) throws {
+    /// Starts the daemon on a socket, a pidfile and a journal in `directory`, with `options`
+    /// added, or with exactly `arguments`; `environment` is added to the test's own. `input`, if
+    /// given, is its whole standard input; otherwise standard input is empty.
+    init(
+        directory: URL,
+        arguments: [String]? = nil,
+        options: [String] = [],
+        environment: [String: String] = [:],
+        input: String? = nil
+    ) throws {
         self.directory = directory
         process = Process()
         process.executableURL = try Self.executable
@@ -45,40 +57,29 @@ final class DaemonProcess: Sendable {
             "--socket", directory.appendingPathComponent("d.sock").path,
             "--pidfile", directory.appendingPathComponent("d.pid").path,
             "--journal", directory.appendingPathComponent("journal.log").path,
-        ]
-        let pipe = Pipe()
-        process.standardError = pipe
-        process.standardOutput = FileHandle.nullDevice
-        process.standardInput = FileHandle.nullDevice
+        ] + options
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        let errors = Pipe(), outputs = Pipe()
+        process.standardError = errors
+        process.standardOutput = outputs
+        let inputs = input.map { _ in Pipe() }
+        process.standardInput = inputs ?? FileHandle.nullDevice
         let exited = self.exited
         process.terminationHandler = { _ in exited.signal() }
         try process.run()
-        let reader = pipe.fileHandleForReading
-        Thread.detachNewThread { [self] in
-            var pending = Data()
-            while true {
-                let chunk = reader.availableData
-                if chunk.isEmpty { break }
-                pending.append(chunk)
-                while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
-                    let line = String(decoding: pending[..<newline], as: UTF8.self)
-                    pending.removeSubrange(...newline)
-                    stderrLines.withLock { $0.append(line) }
-                    lineArrived.signal()
-                }
-            }
+        if let inputs, let input {
+            inputs.fileHandleForWriting.write(Data(input.utf8))
+            try inputs.fileHandleForWriting.close()
         }
+        log = CapturedLines(errors.fileHandleForReading)
+        output = CapturedLines(outputs.fileHandleForReading)
     }
 
-    var stderr: [String] { stderrLines.withLock { $0 } }
+    var stderr: [String] { log.lines }
 
     /// Waits for a standard-error line containing `text`, at most `timeout` seconds.
     func waitForLine(containing text: String, timeout: Double = 10) -> Bool {
-        let deadline = DispatchTime.now() + timeout
-        while true {
-            if stderr.contains(where: { $0.contains(text) }) { return true }
-            if lineArrived.wait(timeout: deadline) == .timedOut { return stderr.contains(where: { $0.contains(text) }) }
-        }
+        log.waitForLine(containing: text, timeout: timeout) != nil
     }
 
     /// Waits for the process to exit, at most `timeout` seconds; its status, or nil on timeout.
@@ -97,6 +98,54 @@ final class DaemonProcess: Sendable {
             _ = waitForExit(timeout: 5)
         }
         try? FileManager.default.removeItem(at: directory)
+    }
+}
+
+/// The lines a child process writes to a pipe, each with the moment it arrived, read on a thread
+/// of their own until the pipe closes.
+final class CapturedLines: Sendable {
+    private let received = Protected<[(at: ContinuousClock.Instant, text: String)]>([])
+    private let arrived = DispatchSemaphore(value: 0)
+    private let ended = DispatchSemaphore(value: 0)
+
+    init(_ handle: FileHandle) {
+        Thread.detachNewThread { [self] in
+            var pending = Data()
+            while true {
+                let chunk = handle.availableData
+                if chunk.isEmpty { break }
+                pending.append(chunk)
+                while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
+                    let line = String(decoding: pending[..<newline], as: UTF8.self)
+                    pending.removeSubrange(...newline)
+                    received.withLock { $0.append((.now, line)) }
+                    arrived.signal()
+                }
+            }
+            ended.signal()
+        }
+    }
+
+    /// Waits until the writer closed the pipe (exited), at most `timeout` seconds; then `lines`
+    /// is all there is.
+    func waitForEnd(timeout: Double = 10) -> Bool {
+        if ended.wait(timeout: .now() + timeout) == .timedOut { return false }
+        ended.signal() // let later callers see it too
+        return true
+    }
+
+    var lines: [String] { received.withLock { $0.map(\.text) } }
+    var timedLines: [(at: ContinuousClock.Instant, text: String)] { received.withLock { $0 } }
+
+    /// Waits for a line containing `text`, at most `timeout` seconds; the first such line and
+    /// when it arrived, or nil.
+    @discardableResult
+    func waitForLine(containing text: String, timeout: Double = 10) -> (at: ContinuousClock.Instant, text: String)? {
+        let deadline = DispatchTime.now() + timeout
+        while true {
+            if let line = timedLines.first(where: { $0.text.contains(text) }) { return line }
+            if arrived.wait(timeout: deadline) == .timedOut { return timedLines.first { $0.text.contains(text) } }
+        }
     }
 }
 

@@ -4,12 +4,18 @@ enum DaemonRequest: Equatable, Sendable {
     case append(String)
     case count
     case ping
+    /// Blocks the journal thread this long: `STALL <ms>`, only with `--debug-stall-requests`
+    /// (a test's way to make the watchdog see a stuck thread).
+    case stall(milliseconds: Int)
 
     /// The longest request line accepted, newline excluded.
     static let maximumLength = 4096
 
+    /// The longest `STALL` accepted, in milliseconds.
+    static let maximumStall = 60_000
+
     /// Parses one line (without its newline), or returns the error reply to send.
-    static func parse(_ line: [UInt8]) -> Result<DaemonRequest, DaemonReplyError> {
+    static func parse(_ line: [UInt8], allowsStall: Bool = false) -> Result<DaemonRequest, DaemonReplyError> {
         var bytes = line[...]
         if bytes.last == UInt8(ascii: "\r") { bytes.removeLast() } // telnet / nc -C
         guard let text = String(validating: bytes, as: UTF8.self) else { return .failure(.notUTF8) }
@@ -25,6 +31,11 @@ enum DaemonRequest: Equatable, Sendable {
             return .success(.append(String(argument)))
         case "COUNT": return argument.isEmpty ? .success(.count) : .failure(.unexpectedArgument("COUNT"))
         case "PING": return argument.isEmpty ? .success(.ping) : .failure(.unexpectedArgument("PING"))
+        case "STALL" where allowsStall:
+            guard let milliseconds = Int(argument), (0...maximumStall).contains(milliseconds) else {
+                return .failure(.badStall)
+            }
+            return .success(.stall(milliseconds: milliseconds))
         default: return .failure(.unknownCommand(String(command.prefix(32))))
         }
     }
@@ -32,7 +43,7 @@ enum DaemonRequest: Equatable, Sendable {
 
 /// An error reply: `ERR <reason>`, after which the connection keeps being served.
 enum DaemonReplyError: Error, Equatable, Sendable {
-    case empty, notUTF8, missingText, controlCharacters, tooLong
+    case empty, notUTF8, missingText, controlCharacters, tooLong, badStall
     case unknownCommand(String)
     case unexpectedArgument(String)
     case journal(errno: Int32)
@@ -45,10 +56,28 @@ enum DaemonReplyError: Error, Equatable, Sendable {
         case .missingText: "ERR APPEND needs text: APPEND <text>"
         case .controlCharacters: "ERR control characters (tabs included) are not allowed in a record"
         case .tooLong: "ERR request longer than \(DaemonRequest.maximumLength) bytes"
-        case .unknownCommand(let command): "ERR unknown command \"\(command)\" (expected APPEND <text>, COUNT or PING)"
+        case .badStall: "ERR STALL needs milliseconds, 0 to \(DaemonRequest.maximumStall)"
+        case .unknownCommand(let command):
+            "ERR unknown command \"\(Self.printable(command))\" (expected APPEND <text>, COUNT or PING)"
         case .unexpectedArgument(let command): "ERR \(command) takes no argument"
         case .journal(let errno): "ERR journal write failed (errno \(errno)); the record was not stored"
         case .shuttingDown: "ERR shutting down; request not accepted"
         }
+    }
+
+    /// What the client sent, safe to echo in a reply line: control and format characters (a
+    /// stray `\r` would move a terminal's cursor; a `\n` would split the reply) are shown as
+    /// escapes, `\r` for a carriage return and `\u{…}` for the others.
+    static func printable(_ text: String) -> String {
+        var result = ""
+        for scalar in text.unicodeScalars {
+            switch scalar.properties.generalCategory {
+            case .control, .format, .lineSeparator, .paragraphSeparator, .surrogate, .privateUse, .unassigned:
+                result += scalar == "\r" ? "\\r" : scalar == "\t" ? "\\t" : "\\u{\(String(scalar.value, radix: 16, uppercase: true))}"
+            default:
+                result.unicodeScalars.append(scalar)
+            }
+        }
+        return result
     }
 }

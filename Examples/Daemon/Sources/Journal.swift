@@ -1,7 +1,7 @@
-import CLibBSD
 import ExampleSupport
 import Glibc
 import LongThreads
+import Synchronization
 
 /// The daemon's one-thread resource: an append-only journal file, used only from its own
 /// LongThread, `daemon.journal`. Every request from every client is serialized onto that thread,
@@ -16,6 +16,10 @@ final class Journal: @unchecked Sendable {
     // MARK: Immutable
     let thread: LongThread
     let path: String
+    /// Whether `STALL <ms>` requests are served (`--debug-stall-requests`).
+    let allowsStall: Bool
+    /// `records`, published for status lines read from other threads.
+    private let publishedRecords = Atomic<Int>(0)
 
     // MARK: Journal thread only (checked by `assertOnThread`)
     private var descriptor: Int32 = -1
@@ -23,9 +27,10 @@ final class Journal: @unchecked Sendable {
     private var status = "starting"
 
     /// Opens (or creates) the journal on its thread, counting the records already in it.
-    init(path: String) throws {
+    init(path: String, options: LongThread.Options = .init(), allowsStall: Bool = false) throws {
         self.path = path
-        thread = try LongThread(name: "daemon.journal")
+        self.allowsStall = allowsStall
+        thread = try LongThread(name: "daemon.journal", options: options)
         // An untyped closure: a typed-throws one here crashes the 6.3 compiler (LifetimeDependenceDiagnostics).
         try thread.sync { () throws -> Void in try self.open() }
     }
@@ -50,6 +55,7 @@ final class Journal: @unchecked Sendable {
         }
         descriptor = fd
         records = count
+        publishedRecords.store(count, ordering: .relaxed)
         setTitle("starting")
     }
 
@@ -62,7 +68,7 @@ final class Journal: @unchecked Sendable {
         _ batch: [Result<DaemonRequest, DaemonReplyError>],
         reply: @escaping @Sendable ([String]) -> Void
     ) throws(LongThreadError) {
-        try thread.perform { reply(self.apply(batch)) }
+        try thread.perform(label: "journal batch") { reply(self.apply(batch)) }
     }
 
     /// Journal thread: runs a batch. Appends go to the file with one write and one fsync.
@@ -82,6 +88,7 @@ final class Journal: @unchecked Sendable {
             // A failed write may have left part of the batch in the file; the sequence still
             // advances past it so that numbers are never reused.
             records = sequence
+            publishedRecords.store(sequence, ordering: .relaxed)
             setTitle("serving")
         }
         // Replies in request order: a COUNT sees the appends before it in the batch, not after.
@@ -90,6 +97,13 @@ final class Journal: @unchecked Sendable {
             switch request {
             case .failure(let error): return error.reply
             case .success(.ping): return "OK PONG"
+            case .success(.stall(let milliseconds)):
+                // Blocks the thread on purpose, as a stuck disk would: the stall monitor reports
+                // it and the systemd watchdog stops being pinged.
+                var pause = timespec(tv_sec: milliseconds / 1000, tv_nsec: milliseconds % 1000 * 1_000_000)
+                var left = timespec()
+                while nanosleep(&pause, &left) != 0, errno == EINTR { pause = left }
+                return "OK STALLED \(milliseconds) ms"
             case .success(.count): return "OK \(next)"
             case .success(.append):
                 next += 1
@@ -119,30 +133,22 @@ final class Journal: @unchecked Sendable {
     private func setTitle(_ newStatus: String) {
         assertOnThread()
         status = newStatus
-        CLibBSD_setproctitle("\(status), \(records) records")
+        ProcessTitle.set("\(status), \(records) records")
     }
 
-    /// Drains every accepted batch, then syncs and closes the file, and ends the thread.
+    /// The number of records, as last published by the journal thread. Any thread.
+    var recordCount: Int { publishedRecords.load(ordering: .relaxed) }
+
+    /// Closes the file once the thread has ended (its `LongThreadService` returned): the thread
+    /// drained every batch it accepted, and with it gone nothing else can touch the journal.
     ///
     /// - Returns: the number of records in the journal.
-    func close() -> Int {
-        let closing = Protected<Int?>(nil)
-        do {
-            try thread.perform {
-                self.setTitle("flushing")
-                if self.descriptor >= 0 {
-                    fsync(self.descriptor)
-                    Glibc.close(self.descriptor)
-                    self.descriptor = -1
-                }
-                self.setTitle("stopped")
-                closing.withLock { $0 = self.records }
-            }
-        } catch {}
-        // Items accepted before this stop still run (drain), each answered; the close above runs
-        // after every batch that was accepted before it, and any batch that slips in after it is
-        // answered `ERR shutting down`.
-        thread.stop(pending: .drain)
-        return closing.withLock { $0 } ?? 0
+    func finish() -> Int {
+        precondition(thread.waitUntilExit(timeout: .zero), "BUG IN EXAMPLE: Journal.finish() before daemon.journal ended")
+        if descriptor >= 0 {
+            Glibc.close(descriptor)
+            descriptor = -1
+        }
+        return records
     }
 }

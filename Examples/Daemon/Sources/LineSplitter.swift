@@ -4,13 +4,19 @@
 struct LineSplitter {
     private var partial: [UInt8] = []
     private var skippingLongLine = false
+    /// Whether `STALL <ms>` is a request (`--debug-stall-requests`).
+    let allowsStall: Bool
+
+    init(allowsStall: Bool = false) {
+        self.allowsStall = allowsStall
+    }
 
     /// Feeds bytes; returns the requests completed by them, in order.
     mutating func feed(_ bytes: some Collection<UInt8>) -> [Result<DaemonRequest, DaemonReplyError>] {
         var results: [Result<DaemonRequest, DaemonReplyError>] = []
         for byte in bytes {
             if byte == UInt8(ascii: "\n") {
-                if !skippingLongLine { results.append(DaemonRequest.parse(partial)) }
+                if !skippingLongLine { results.append(DaemonRequest.parse(partial, allowsStall: allowsStall)) }
                 partial.removeAll(keepingCapacity: true)
                 skippingLongLine = false
             } else if !skippingLongLine {

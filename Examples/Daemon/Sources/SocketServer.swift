@@ -1,5 +1,8 @@
 import Glibc
+import Logging
 import LongThreads
+import ServiceLifecycle
+import Synchronization
 
 /// The Unix-domain socket side: a listener and its connections, all on one LongThread,
 /// `daemon.io`, through descriptor sources: the thread sleeps in the kernel until a descriptor is
@@ -7,26 +10,47 @@ import LongThreads
 ///
 /// Each read's complete lines go to the journal as one batch; the journal's replies come back to
 /// this thread, so each connection's replies are written in request order.
-final class SocketServer: @unchecked Sendable {
+///
+/// Each client is bounded by ``ClientLimits``: an idle client is closed (one timer for all of
+/// them, due at the earliest deadline, so an idle daemon has no timer at all), a client that does
+/// not read its replies is cut once they pass the buffer limit, and a shutdown waits for the
+/// clients' last replies up to a deadline, then cuts whoever is left.
+///
+/// As a `Service`, it stops itself: a graceful shutdown stops accepting and reading at once,
+/// and its LongThread ends once every client has been answered (or cut at the deadline). A plain
+/// `LongThreadService` would end the thread at once, before the journal's last replies come back.
+final class SocketServer: Service, @unchecked Sendable {
     // MARK: Immutable
     let io: LongThread
     let journal: Journal
     let path: String
+    let limits: ClientLimits
+    private let logger: Logger
     private let listener: Int32
+    /// `connections.count`, published for status lines read from other threads.
+    private let publishedClients = Atomic<Int>(0)
 
     // MARK: daemon.io only
     private var listenSource: DescriptorSource?
-    private var connections: [Int32: Connection] = [:]
+    private var connections: [Int32: Connection] = [:] {
+        didSet { publishedClients.store(connections.count, ordering: .relaxed) }
+    }
     private var accepting = true
+    /// Due when the idlest client would reach the idle timeout; nil while there are no clients.
+    private var idleTimer: LongThreadTimer?
+    /// Due at the shutdown deadline, once a shutdown waits for clients.
+    private var deadlineTimer: LongThreadTimer?
 
-    /// Binds and listens on the calling thread (so errors reach `main` before anything runs),
+    /// Binds and listens on the calling thread (so errors reach the caller before anything runs),
     /// then watches the listener on `daemon.io`.
-    init(path: String, journal: Journal) throws {
+    init(path: String, journal: Journal, limits: ClientLimits, options: LongThread.Options = .init(), logger: Logger) throws {
         self.path = path
         self.journal = journal
+        self.limits = limits
+        self.logger = logger
         listener = try Self.listen(on: path)
         do {
-            io = try LongThread(name: "daemon.io")
+            io = try LongThread(name: "daemon.io", options: options)
             try io.sync { [self] in
                 listenSource = try io.watch(listener, for: .readable) { [self] _ in acceptReady() }
             }
@@ -34,6 +58,23 @@ final class SocketServer: @unchecked Sendable {
             close(listener)
             unlink(path)
             throw error
+        }
+    }
+
+    /// The number of connected clients. Any thread.
+    var clientCount: Int { publishedClients.load(ordering: .relaxed) }
+
+    /// Serves until a graceful shutdown has answered or cut every client; cancellation stops
+    /// the thread at once, dropping what clients were owed.
+    func run() async {
+        await withTaskCancellationHandler {
+            await withGracefulShutdownHandler {
+                _ = await io.waitUntilExit()
+            } onGracefulShutdown: { [self] in
+                try? io.perform { [self] in beginShutdown() } // throws only if it is stopping already
+            }
+        } onCancel: { [io] in
+            io.stop(waitUntilDone: false, pending: .discard)
         }
     }
 
@@ -93,13 +134,15 @@ final class SocketServer: @unchecked Sendable {
             if fd < 0 { return } // EAGAIN: drained; anything else: the next callback retries
             _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
             _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-            let connection = Connection(fd: fd)
+            let connection = Connection(fd: fd, allowsStall: journal.allowsStall)
             connections[fd] = connection
             do {
                 connection.readSource = try io.watch(fd, for: .readable) { [self] _ in readReady(connection) }
             } catch {
                 drop(connection)
+                continue
             }
+            scheduleIdleCheck()
         }
     }
 
@@ -116,6 +159,7 @@ final class SocketServer: @unchecked Sendable {
             closeIfDone(connection)
             return
         }
+        connection.lastActivity = .now
         let batch = connection.lines.feed(buffer[0..<n])
         if batch.isEmpty { return }
         connection.outstanding += 1
@@ -131,13 +175,17 @@ final class SocketServer: @unchecked Sendable {
 
     private func answer(_ connection: Connection, _ replies: [String]) {
         connection.outstanding -= 1
-        send(connection, replies.map { $0 + "\n" }.joined())
-        closeIfDone(connection)
-    }
-
-    private func send(_ connection: Connection, _ text: String) {
-        connection.output.append(contentsOf: text.utf8)
+        guard connections[connection.fd] === connection else { return } // cut meanwhile
+        connection.output.append(contentsOf: replies.map { $0 + "\n" }.joined().utf8)
         flush(connection)
+        if connection.output.count > limits.replyBufferBytes {
+            logger.warning("client cut: its unread replies passed the reply buffer limit", metadata: [
+                "client.fd": "\(connection.fd)", "unsent.bytes": "\(connection.output.count)", "limit.bytes": "\(limits.replyBufferBytes)",
+            ])
+            drop(connection)
+            return
+        }
+        closeIfDone(connection)
     }
 
     private func flush(_ connection: Connection) {
@@ -156,9 +204,11 @@ final class SocketServer: @unchecked Sendable {
                 return
             }
             connection.output.removeFirst(n)
+            connection.lastActivity = .now
         }
         connection.writeSource?.cancel()
         connection.writeSource = nil
+        closeIfDone(connection)
     }
 
     private func stopReading(_ connection: Connection) {
@@ -173,55 +223,82 @@ final class SocketServer: @unchecked Sendable {
     }
 
     private func drop(_ connection: Connection) {
-        guard connections.removeValue(forKey: connection.fd) != nil else { return }
+        guard connections[connection.fd] === connection else { return }
+        connections[connection.fd] = nil
         stopReading(connection)
         connection.writeSource?.cancel()
         connection.writeSource = nil
         close(connection.fd) // after cancelling its sources, as DescriptorSource asks
-    }
-
-    // MARK: - Shutdown (any thread but daemon.io)
-
-    /// Stops accepting connections and reading requests. Requests already read stay accepted:
-    /// their batches are on the journal thread and will be answered.
-    func stopAccepting() {
-        try? io.sync { [self] in
-            accepting = false
-            listenSource?.cancel()
-            listenSource = nil
-            close(listener)
-            unlink(path)
-            for connection in connections.values { stopReading(connection) }
+        if connections.isEmpty {
+            idleTimer?.cancel()
+            idleTimer = nil
+            if !accepting { finishShutdown() }
         }
     }
 
-    /// After the journal drained: writes the last replies, closes every connection, ends the thread.
-    func finish() {
-        try? io.sync { [self] in
-            for connection in Array(connections.values) {
-                // Block briefly for a slow reader rather than drop a reply it is owed.
-                var timeout = timeval(tv_sec: 2, tv_usec: 0)
-                setsockopt(connection.fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-                let flags = fcntl(connection.fd, F_GETFL)
-                _ = fcntl(connection.fd, F_SETFL, flags & ~O_NONBLOCK)
-                flush(connection)
-                drop(connection)
+    // MARK: - Idle timeout (daemon.io)
+
+    /// Arms the idle timer for the idlest client, unless it is armed or there is no bound.
+    private func scheduleIdleCheck() {
+        guard let timeout = limits.idleTimeout, accepting, idleTimer == nil,
+              let idlest = connections.values.lazy.map(\.lastActivity).min() else { return }
+        let delay = max(idlest + timeout - .now, .zero)
+        idleTimer = try? io.perform(after: delay) { [self] in
+            idleTimer = nil
+            closeIdleClients(timeout: timeout)
+            scheduleIdleCheck()
+        }
+    }
+
+    private func closeIdleClients(timeout: Duration) {
+        let now = ContinuousClock.now
+        for connection in Array(connections.values) where now - connection.lastActivity >= timeout {
+            if connection.isWaitingForReplies {
+                connection.lastActivity = now // the daemon owes it replies: it is not idle
+                continue
             }
+            logger.notice("client closed: idle", metadata: [
+                "client.fd": "\(connection.fd)", "idle.timeout": "\(timeout)", "unsent.bytes": "\(connection.output.count)",
+            ])
+            drop(connection)
         }
-        io.stop(pending: .drain)
     }
-}
 
-/// One client. daemon.io only (`@unchecked Sendable` so the watch handlers can capture it; they
-/// run on daemon.io).
-private final class Connection: @unchecked Sendable {
-    let fd: Int32
-    var lines = LineSplitter()
-    var output: [UInt8] = []
-    /// Batches on the journal thread not yet answered.
-    var outstanding = 0
-    var readSource: DescriptorSource?
-    var writeSource: DescriptorSource?
+    // MARK: - Shutdown (daemon.io)
 
-    init(fd: Int32) { self.fd = fd }
+    /// Stops accepting connections and reading requests, then waits for the clients' last
+    /// replies, at most ``ClientLimits/shutdownDeadline``. Requests already read stay accepted:
+    /// their batches are on the journal thread (still running) and are answered.
+    private func beginShutdown() {
+        guard accepting else { return }
+        accepting = false
+        listenSource?.cancel()
+        listenSource = nil
+        close(listener)
+        unlink(path)
+        idleTimer?.cancel()
+        idleTimer = nil
+        for connection in Array(connections.values) {
+            stopReading(connection)
+            closeIfDone(connection)
+        }
+        guard !connections.isEmpty else { return finishShutdown() }
+        logger.info("shutdown: answering the clients' last requests", metadata: [
+            "clients": "\(connections.count)", "deadline": "\(limits.shutdownDeadline)",
+        ])
+        deadlineTimer = try? io.perform(after: limits.shutdownDeadline) { [self] in
+            let late = Array(connections.values)
+            logger.warning("shutdown deadline: cut clients whose replies were still unsent", metadata: [
+                "clients": "\(late.count)", "unsent.bytes": "\(late.reduce(0) { $0 + $1.output.count })",
+            ])
+            for connection in late { drop(connection) }
+        }
+    }
+
+    /// Every client is answered or cut: the thread may end.
+    private func finishShutdown() {
+        deadlineTimer?.cancel()
+        deadlineTimer = nil
+        io.stop(waitUntilDone: false)
+    }
 }
