@@ -6,44 +6,34 @@ import Testing
 /// A daemon near its descriptor limit gets thrown errors, never a halted process.
 ///
 /// Lowering `RLIMIT_NOFILE` and using every descriptor would break every other test running in
-/// the process, so the work runs in a child: this test binary again, filtered to `child()`.
+/// the process, so the work runs in a child process (an exit test).
 @Suite("Out of file descriptors")
 struct DescriptorExhaustionTests {
-    static let childVariable = "LONGTHREAD_DESCRIPTOR_EXHAUSTION_CHILD"
-
     @Test("with 0 to 5 descriptors free, starting a thread or using a new mode throws EMFILE; the process lives")
-    func exhaustion() throws {
-        if ProcessInfo.processInfo.environment[Self.childVariable] != nil { return }
-        let child = Process()
-        child.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
-        child.arguments = ["--testing-library", "swift-testing", "--filter", "DescriptorExhaustionTests/child"]
-        child.environment = ProcessInfo.processInfo.environment.merging([Self.childVariable: "1"]) { $1 }
-        let output = Pipe()
-        child.standardOutput = output
-        child.standardError = output
-        try child.run()
-        let finished = Latch()
-        Thread { child.waitUntilExit(); finished.countDown() }.start()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        #expect(finished.wait(timeout: .seconds(120)))
-        #expect(child.terminationReason == .exit, "the child died of a signal:\n\(text)")
-        #expect(child.terminationStatus == 0, "\(text)")
+    func exhaustion() async throws {
+        let result = try #require(await #expect(processExitsWith: .success, observing: [\.standardOutputContent]) {
+            let outcomes = try DescriptorExhaustionTests.attempts()
+            print(outcomes.joined(separator: "\n"))
+            // With nothing free, every attempt is refused; every outcome is success or EMFILE.
+            guard outcomes.prefix(3) == ["start 0: EMFILE", "mode 0: EMFILE", "nested 0: EMFILE"],
+                  outcomes.allSatisfy({ $0.hasSuffix(": ok") || $0.hasSuffix(": EMFILE") })
+            else { exit(1) }
+            print("exhaustion: ok")
+        })
+        let text = String(decoding: result.standardOutputContent, as: UTF8.self)
         #expect(text.contains("exhaustion: ok"), "\(text)")
     }
 
-    /// Runs only in the child process.
-    @Test("child process of the exhaustion test")
-    func child() throws {
-        guard ProcessInfo.processInfo.environment[Self.childVariable] != nil else { return }
+    /// In the child: leaves 0 to 5 descriptors free and tries each way CF would need some.
+    static func attempts() throws -> [String] {
         var original = rlimit()
         getrlimit(Int32(RLIMIT_NOFILE.rawValue), &original)
         let probe = open("/dev/null", O_RDONLY)
         close(probe)
         var lowered = original
         lowered.rlim_cur = min(original.rlim_max, rlim_t(probe + 64))
-        #expect(setrlimit(Int32(RLIMIT_NOFILE.rawValue), &lowered) == 0)
+        guard setrlimit(Int32(RLIMIT_NOFILE.rawValue), &lowered) == 0 else { return ["setrlimit failed"] }
         defer { setrlimit(Int32(RLIMIT_NOFILE.rawValue), &original) }
-
         let running = try LongThread(name: "lt-exhaust")
         let emfile = EMFILE
         // Fill every descriptor, then free `free` of them for each attempt.
@@ -99,10 +89,6 @@ struct DescriptorExhaustionTests {
         let restarted = try LongThread(name: "lt-exhaust-after")
         try restarted.sync {}
         restarted.stop()
-        print(outcomes.joined(separator: "\n"))
-        // With nothing free, every attempt is refused; every outcome is success or EMFILE.
-        #expect(outcomes.prefix(3) == ["start 0: EMFILE", "mode 0: EMFILE", "nested 0: EMFILE"])
-        #expect(outcomes.allSatisfy { $0.hasSuffix(": ok") || $0.hasSuffix(": EMFILE") })
-        print("exhaustion: ok")
+        return outcomes
     }
 }

@@ -17,46 +17,63 @@ struct StopRaceTests {
     }
 
     @Test("a second stop returns only once the first stop's discarded work is released and its waiters told")
-    func secondStopWaitsForTheSameEnd() throws {
+    func secondStopWaitsForTheSameEnd() async throws {
         for _ in 0..<3 {
-            let thread = try LongThread(name: "lt-stop-race")
-            let started = Latch()
-            let gate = Latch()
-            try thread.perform { started.countDown(); gate.wait() }
-            #expect(started.wait())
-            let released = Released()
-            let queued = 100_000
-            for _ in 0..<queued {
-                let token = Released.Token(released)
-                try thread.perform { _ = token }
-            }
-            let waiters = 4
-            let told = Counter()
-            let waitersQueued = Latch(count: waiters)
-            for _ in 0..<waiters {
-                Thread {
-                    do {
-                        try thread.perform(waitUntilDone: true) { waitersQueued.countDown() }
-                    } catch LongThreadError.discarded {
-                        told.increment()
-                    } catch {}
-                }.start()
-            }
-            // The waiters' items are queued once the statistics count them.
-            #expect(waitUntil { thread.statistics.pending >= queued + waiters })
-            let firstDone = Latch()
-            Thread {
-                thread.stop(pending: .discard)
-                firstDone.countDown()
-            }.start()
-            #expect(waitUntil { !thread.isRunning })
-            gate.countDown()
-            thread.stop() // the second stopper
-            #expect(released.count.load(ordering: .relaxed) == queued)
-            #expect(told.value == waiters)
-            #expect(firstDone.wait())
-            #expect(released.count.load(ordering: .relaxed) == queued, "after the first stop returned")
+            // Blocking work runs off the cooperative pool; assertions stay here, in the test's task.
+            let round = try await offThePool { try Self.secondStopRound() }
+            #expect(round.stopStarted && round.waitersQueued && round.firstStopReturned)
+            #expect(round.releasedWhenSecondStopReturned == round.queued)
+            #expect(round.toldWhenSecondStopReturned == round.waiters)
         }
+    }
+
+    struct Round: Sendable {
+        var queued = 100_000
+        var waiters = 4
+        var waitersQueued = false
+        var stopStarted = false
+        var releasedWhenSecondStopReturned = 0
+        var toldWhenSecondStopReturned = 0
+        var firstStopReturned = false
+    }
+
+    private static func secondStopRound() throws -> Round {
+        var round = Round()
+        let thread = try LongThread(name: "lt-stop-race")
+        let started = Latch()
+        let gate = Latch()
+        try thread.perform { started.countDown(); gate.wait() }
+        guard started.wait() else { return round }
+        let released = Released()
+        for _ in 0..<round.queued {
+            let token = Released.Token(released)
+            try thread.perform { _ = token }
+        }
+        let told = Counter()
+        for _ in 0..<round.waiters {
+            Thread {
+                do {
+                    try thread.perform(waitUntilDone: true) {}
+                } catch LongThreadError.discarded {
+                    told.increment()
+                } catch {}
+            }.start()
+        }
+        // The waiters' items are queued once the statistics count them.
+        let total = round.queued + round.waiters
+        round.waitersQueued = waitUntil { thread.statistics.pending >= total }
+        let firstDone = Latch()
+        Thread {
+            thread.stop(pending: .discard)
+            firstDone.countDown()
+        }.start()
+        round.stopStarted = waitUntil { !thread.isRunning }
+        gate.countDown()
+        thread.stop() // the second stopper
+        round.releasedWhenSecondStopReturned = released.count.load(ordering: .relaxed)
+        round.toldWhenSecondStopReturned = told.value
+        round.firstStopReturned = firstDone.wait()
+        return round
     }
 
     /// Records each event only when `record` returns; it lingers in `.stopRequested`, as a slow
@@ -81,18 +98,20 @@ struct StopRaceTests {
     }
 
     @Test("an instrument hears stopRequested before stopped, however slow it is")
-    func stopRequestedBeforeStopped() throws {
-        let instrument = SlowInstrument()
-        let thread = try LongThread(name: "lt-event-order", options: .init(instrument: instrument))
-        let started = Latch()
-        let gate = Latch()
-        try thread.perform { started.countDown(); gate.wait() }
-        #expect(started.wait())
-        Thread { thread.stop(waitUntilDone: false) }.start()
-        #expect(instrument.inStopRequested.wait())
-        gate.countDown() // the loop finishes the task and sees the stop
-        #expect(thread.waitUntilExit(timeout: .seconds(10)))
-        let events = instrument.log.events.filter { $0 == "stopRequested" || $0 == "stopped" }
+    func stopRequestedBeforeStopped() async throws {
+        let events = try await offThePool { () -> [String]? in
+            let instrument = SlowInstrument()
+            let thread = try LongThread(name: "lt-event-order", options: .init(instrument: instrument))
+            let started = Latch()
+            let gate = Latch()
+            try thread.perform { started.countDown(); gate.wait() }
+            guard started.wait() else { return nil }
+            Thread { thread.stop(waitUntilDone: false) }.start()
+            guard instrument.inStopRequested.wait() else { return nil }
+            gate.countDown() // the loop finishes the task and sees the stop
+            guard thread.waitUntilExit(timeout: .seconds(10)) else { return nil }
+            return instrument.log.events.filter { $0 == "stopRequested" || $0 == "stopped" }
+        }
         #expect(events == ["stopRequested", "stopped"])
     }
 }

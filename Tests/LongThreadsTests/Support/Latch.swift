@@ -68,3 +68,12 @@ func eventually(timeout: Duration = .seconds(10), _ condition: () -> Bool) async
     }
     return true
 }
+
+/// Runs blocking `body` on a thread of its own and awaits its result, so a test that blocks for
+/// seconds (stops, latches, joins) holds no thread of the cooperative pool: with one pool thread
+/// per core, two such tests would otherwise starve every async test of the run.
+func offThePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread { continuation.resume(with: Result { try body() }) }.start()
+    }
+}
