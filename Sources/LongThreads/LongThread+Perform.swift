@@ -45,7 +45,12 @@ extension LongThread {
         _ work: @escaping @Sendable () -> Void
     ) throws(LongThreadError) {
         if !waitUntilDone {
-            try core.enqueue(.make(work, label: label), modes: modes)
+            do throws(LongThreadError) {
+                try core.enqueue(.make(work, label: label), modes: modes)
+            } catch .queueFull {
+                // Off the hot path: only a thread with a queue limit gets here.
+                try core.postWaitingForRoom { () throws(LongThreadError) in try core.enqueue(.make(work, label: label), modes: modes) }
+            }
             return
         }
         if isCurrent {
@@ -62,7 +67,7 @@ extension LongThread {
         try withoutActuallyEscaping(body) { (escapable) throws(LongThreadError) in
             let request = BlockingWork(escapable, label: label)
             do throws(LongThreadError) {
-                try core.enqueue(.waiting(request), modes: modes)
+                try core.postWaitingForRoom { () throws(LongThreadError) in try core.enqueue(.waiting(request), modes: modes) }
             } catch {
                 request.abandon()
                 throw error
@@ -146,18 +151,23 @@ extension LongThread {
             try Task.checkCancellation()
             return try work()
         }
-        let request = AsyncWork(work, label: label)
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { continuation in
-                guard request.install(continuation) else { return }
-                do throws(LongThreadError) {
-                    try core.enqueue(.waiting(request), modes: modes)
-                } catch {
-                    request.fail(error)
-                }
+        while true {
+            do {
+                return try await runOnce(modes: modes, label: label, work)
+            } catch LongThreadError.queueFull {
+                try await core.roomAvailable()
             }
-        } onCancel: {
-            request.cancel()
+        }
+    }
+
+    /// One attempt of `run`: throws `.queueFull` when the thread's queue is full.
+    private func runOnce<T: Sendable>(
+        modes: [RunLoop.Mode]?,
+        label: String?,
+        _ work: @escaping @Sendable () throws -> T
+    ) async throws -> T {
+        try await AsyncWork(work, label: label).value { (request) throws(LongThreadError) in
+            try core.enqueue(.waiting(request), modes: modes)
         }
     }
 }

@@ -14,6 +14,19 @@ public enum LongThreadError: Error, Equatable, Sendable, CustomStringConvertible
     case noModes
     /// Work was posted in more distinct custom modes than one thread supports.
     case tooManyModes(limit: Int)
+    /// The thread's queue is at its ``LongThread/QueueLimit``, and the thread's policy is
+    /// ``LongThread/QueueLimit/WhenFull/throwError`` (or the caller is the thread itself, which
+    /// must not wait for room it alone can make).
+    case queueFull
+    /// The work was taken back before it started: ``LongThread/QueuedWork/cancel()``, a
+    /// ``LongThread/WorkGroup``'s `cancelAll()`, or a timeout that passed before the work started.
+    case cancelled
+    /// A bounded wait (`sync(timeout:)`, `perform(waitUntilDone: true, timeout:)`) ran out. If the
+    /// work had not started it never runs; if it had, it completes on the thread and its result is
+    /// dropped.
+    case timedOut
+    /// The thread's ``LongThread/Options/setUp`` threw this error; the thread has ended.
+    case setUpFailed(any Error)
 
     /// A sentence naming what happened, for logs.
     public var description: String {
@@ -23,6 +36,24 @@ public enum LongThreadError: Error, Equatable, Sendable, CustomStringConvertible
         case .cannotStart(let errno): "LongThread: the thread could not start (errno \(errno))"
         case .noModes: "LongThread: work posted with no run-loop modes could never run"
         case .tooManyModes(let limit): "LongThread: more than \(limit) custom run-loop modes on one thread"
+        case .queueFull: "LongThread: the thread's queue is at its limit"
+        case .cancelled: "LongThread: the work was cancelled before it started"
+        case .timedOut: "LongThread: the wait for the work timed out"
+        case .setUpFailed(let error): "LongThread: the thread's setUp threw \(error)"
+        }
+    }
+
+    /// Equal when the same case with equal values; two ``setUpFailed(_:)`` are equal when their
+    /// errors describe themselves the same way (an `any Error` has no equality of its own).
+    public static func == (lhs: LongThreadError, rhs: LongThreadError) -> Bool {
+        switch (lhs, rhs) {
+        case (.stopped, .stopped), (.discarded, .discarded), (.noModes, .noModes), (.queueFull, .queueFull),
+             (.cancelled, .cancelled), (.timedOut, .timedOut):
+            true
+        case (.cannotStart(let a), .cannotStart(let b)): a == b
+        case (.tooManyModes(let a), .tooManyModes(let b)): a == b
+        case (.setUpFailed(let a), .setUpFailed(let b)): String(reflecting: a) == String(reflecting: b)
+        default: false
         }
     }
 }

@@ -139,19 +139,9 @@ extension LongThread {
         modes: [RunLoop.Mode] = [.default],
         _ work: @escaping @Sendable () throws -> T
     ) async throws -> T {
-        let request = AsyncWork(work)
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { continuation in
-                guard request.install(continuation) else { return }
-                let timer = LongThreadTimer(core: core, work: .once(.waiting(request)), interval: nil, tolerance: .zero)
-                do throws(LongThreadError) {
-                    try core.schedule(timer, after: delay, modes: modes)
-                } catch {
-                    request.fail(error)
-                }
-            }
-        } onCancel: {
-            request.cancel()
+        try await AsyncWork(work).value { (request) throws(LongThreadError) in
+            let timer = LongThreadTimer(core: core, work: .once(.waiting(request)), interval: nil, tolerance: .zero)
+            try core.schedule(timer, after: delay, modes: modes)
         }
     }
 }

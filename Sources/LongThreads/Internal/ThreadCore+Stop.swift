@@ -12,6 +12,7 @@ extension ThreadCore {
         let (engine, dropped, mustTell, timers) = shared.withLock { state -> Taken in
             let action = state.lifecycle.stopRequested(pending)
             if action == .none { return (nil, [], false, []) }
+            state.backpressure?.wakeAll() // producers waiting for room: they now get `.stopped`
             let timers = Array(state.timers.values)
             state.timers = [:]
             guard action == .discard else { return (state.engine, [], false, timers) }
