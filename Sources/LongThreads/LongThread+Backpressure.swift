@@ -31,7 +31,8 @@ extension LongThread {
             /// Throw ``LongThreadError/queueFull`` at once.
             case throwError
             /// Block the calling thread until the backlog is down to the low watermark (or a
-            /// stop begins, then throw ``LongThreadError/stopped``).
+            /// stop begins, then throw ``LongThreadError/stopped``). From a task, post with
+            /// `run` instead: it suspends, where a blocked `perform` would hold a cooperative thread.
             case block
         }
 

@@ -81,6 +81,7 @@ struct WorkQueue {
             urgent = []
             entriesToTell = 0
         }
-        return (urgent + entries, entriesToTell > 0)
+        // Without urgent entries (nearly always) the array is handed over as is: no copy.
+        return (urgent.isEmpty ? entries : urgent + entries, entriesToTell > 0)
     }
 }
