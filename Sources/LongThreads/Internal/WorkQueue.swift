@@ -23,7 +23,9 @@ struct WorkQueue {
     /// Appends `entry`; returns true when the caller must signal the source and wake the loop.
     @inline(__always)
     mutating func append(_ entry: QueueEntry) -> Bool {
-        let mustWake = isEmpty && !consumerActive
+        // `entries` alone: with urgent entries waiting, the loop was already woken for them (at
+        // worst this wakes it once more), and the post path skips a load.
+        let mustWake = entries.isEmpty && !consumerActive
         if entry.item.mustBeTold { entriesToTell += 1 }
         entries.append(entry)
         if entries.count > highWaterMark { highWaterMark = entries.count }
