@@ -18,7 +18,8 @@ extension ThreadCore: RunLoopEngineDelegate {
                 let engine = state.engine
                 mask = try state.modes.mask(for: modes) { engine?.add(modeNamed: $0) }
             }
-            if state.backpressure != nil { try state.backpressure?.admit(refusable: !atFront && !item.isJob) }
+            // `hasQueueLimit` is a constant: after `perform` tested it, the compiler drops this check.
+            if hasQueueLimit { try state.backpressure?.admit(refusable: !atFront && !item.isJob) }
             let mustWake: Bool
             if atFront {
                 mustWake = state.queue.appendUrgent(QueueEntry(item: item, modes: .max))

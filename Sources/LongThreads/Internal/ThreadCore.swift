@@ -13,6 +13,8 @@ final class ThreadCore: @unchecked Sendable {
     let options: LongThread.Options
     /// Whether an owner was given: the loop then checks it each time it wakes.
     let watchesOwner: Bool
+    /// Whether `Options.queueLimit` bounds the queue (then posts may be refused or wait).
+    let hasQueueLimit: Bool
     let instrument: (any LongThreadInstrument)?
     /// Signalled on the loop thread when its run loop first runs (or when the start failed).
     let ready = OneShotEvent()
@@ -110,6 +112,7 @@ final class ThreadCore: @unchecked Sendable {
         self.name = name
         self.options = options
         self.watchesOwner = owner != nil
+        self.hasQueueLimit = options.queueLimit != nil
         self.owner = owner
         self.instrument = options.instrument
         var state = SharedState()
