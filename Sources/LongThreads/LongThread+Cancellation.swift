@@ -87,6 +87,18 @@ extension LongThread {
             _ = end(as: .discarded)
         }
 
+        /// Joins its group and queues itself on `core`, waiting for room if the thread's queue
+        /// limit says so; leaves the group again if the thread refuses it.
+        func post(on core: ThreadCore, modes: [RunLoop.Mode]) throws(LongThreadError) {
+            group?.insert(self)
+            do throws(LongThreadError) {
+                try core.postWaitingForRoom { () throws(LongThreadError) in try core.enqueue(.waiting(self), modes: modes) }
+            } catch {
+                group?.remove(self)
+                throw error
+            }
+        }
+
         /// Blocks until the work ended or `timeout` passed (nil: for ever). A timeout takes the work
         /// back if it has not started. Not on the thread (it would wait on itself).
         /// - Throws: `.timedOut`, `.discarded`, `.cancelled`.
@@ -183,13 +195,7 @@ extension LongThread {
         _ work: @escaping @Sendable () -> Void
     ) throws(LongThreadError) -> QueuedWork {
         let item = QueuedWork(work, label: label, group: group, waitable: false)
-        group?.insert(item)
-        do throws(LongThreadError) {
-            try core.postWaitingForRoom { () throws(LongThreadError) in try core.enqueue(.waiting(item), modes: modes) }
-        } catch {
-            group?.remove(item)
-            throw error
-        }
+        try item.post(on: core, modes: modes)
         return item
     }
 }

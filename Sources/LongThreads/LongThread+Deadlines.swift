@@ -71,23 +71,31 @@ extension LongThread {
     ///   - timeout: How long to wait for `work` to be done.
     ///   - modes: The run-loop modes the work may run in.
     ///   - label: Names the work in stall reports.
+    ///   - group: A group that can take the work back before it starts
+    ///     (``WorkGroup/cancelAll()``); the waiting caller then gets ``LongThreadError/cancelled``.
     ///   - work: The work.
-    /// - Throws: ``LongThreadError/timedOut``, ``LongThreadError/stopped``,
-    ///   ``LongThreadError/discarded``, ``LongThreadError/queueFull``, ``LongThreadError/noModes``.
+    /// - Throws: ``LongThreadError/timedOut``, ``LongThreadError/cancelled``,
+    ///   ``LongThreadError/stopped``, ``LongThreadError/discarded``, ``LongThreadError/queueFull``,
+    ///   ``LongThreadError/noModes``.
     /// - Callable from: any thread. Blocks up to `timeout`.
     public func perform(
         waitUntilDone: Bool,
         timeout: Duration,
         modes: [RunLoop.Mode] = [.default],
         label: String? = nil,
+        group: WorkGroup? = nil,
         _ work: @escaping @Sendable () -> Void
     ) throws(LongThreadError) {
         guard waitUntilDone, !isCurrent else {
-            try perform(waitUntilDone: waitUntilDone, modes: modes, label: label, work)
+            if waitUntilDone {
+                try perform(waitUntilDone: true, modes: modes, label: label, work)
+            } else {
+                try submit(modes: modes, label: label, group: group, work)
+            }
             return
         }
-        let item = QueuedWork(work, label: label, group: nil, waitable: true)
-        try core.postWaitingForRoom { () throws(LongThreadError) in try core.enqueue(.waiting(item), modes: modes) }
+        let item = QueuedWork(work, label: label, group: group, waitable: true)
+        try item.post(on: core, modes: modes)
         try item.waitForOutcome(timeout: timeout)
     }
 
@@ -103,19 +111,23 @@ extension LongThread {
     ///   - timeout: How long to wait for the value.
     ///   - modes: The run-loop modes the work may run in.
     ///   - label: Names the work in stall reports.
+    ///   - group: A group that can take the work back before it starts
+    ///     (``WorkGroup/cancelAll()``); the waiting caller then gets ``LongThreadError/cancelled``.
     ///   - work: The work.
-    /// - Throws: what `work` throws, ``LongThreadError/timedOut``, or another ``LongThreadError``.
+    /// - Throws: what `work` throws, ``LongThreadError/timedOut``, ``LongThreadError/cancelled``,
+    ///   or another ``LongThreadError``.
     /// - Callable from: any thread. Blocks up to `timeout`.
     public func sync<T: Sendable>(
         timeout: Duration,
         modes: [RunLoop.Mode] = [.default],
         label: String? = nil,
+        group: WorkGroup? = nil,
         _ work: @escaping @Sendable () throws -> T
     ) throws -> T {
         if isCurrent { return try work() }
         let box = ResultBox<T>()
-        let item = QueuedWork({ box.result = Result { try work() } }, label: label, group: nil, waitable: true)
-        try core.postWaitingForRoom { () throws(LongThreadError) in try core.enqueue(.waiting(item), modes: modes) }
+        let item = QueuedWork({ box.result = Result { try work() } }, label: label, group: group, waitable: true)
+        try item.post(on: core, modes: modes)
         try item.waitForOutcome(timeout: timeout)
         return try box.result!.get()
     }

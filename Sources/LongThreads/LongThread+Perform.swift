@@ -90,7 +90,7 @@ extension LongThread {
     /// - Runs on: this thread, in a run-loop pass in one of `modes`.
     /// - Order: as ``perform(waitUntilDone:modes:label:_:)``.
     /// - Called on this thread: runs `work` inline at once, so a thread never waits on itself.
-    /// - Blocks: until `work` has returned or thrown (``sync(timeout:modes:label:_:)`` bounds it).
+    /// - Blocks: until `work` has returned or thrown (``sync(timeout:modes:label:group:_:)`` bounds it).
     /// - Queue limit: as ``perform(waitUntilDone:modes:label:_:)``.
     /// - After stop: throws ``LongThreadError/stopped``; if a `.discard` stop drops the work, throws
     ///   ``LongThreadError/discarded``.

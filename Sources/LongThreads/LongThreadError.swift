@@ -18,8 +18,9 @@ public enum LongThreadError: Error, Equatable, Sendable, CustomStringConvertible
     /// ``LongThread/QueueLimit/WhenFull/throwError`` (or the caller is the thread itself, which
     /// must not wait for room it alone can make).
     case queueFull
-    /// The work was taken back before it started: ``LongThread/QueuedWork/cancel()``, a
-    /// ``LongThread/WorkGroup``'s `cancelAll()`, or a timeout that passed before the work started.
+    /// A caller waited for work that was taken back before it started: its
+    /// ``LongThread/WorkGroup`` was cancelled (``LongThread/WorkGroup/cancelAll()``) during a
+    /// `sync(timeout:group:)` or `perform(waitUntilDone:timeout:group:)`.
     case cancelled
     /// A bounded wait (`sync(timeout:)`, `perform(waitUntilDone: true, timeout:)`) ran out. If the
     /// work had not started it never runs; if it had, it completes on the thread and its result is

@@ -142,6 +142,42 @@ struct CancellationTests {
         #expect(outside.value == 100)
     }
 
+    @Test("a caller blocked on work in a group is told .cancelled when the group takes it back")
+    func groupCancelsWaiter() throws {
+        let thread = try LongThread(name: "lt-group-wait")
+        defer { thread.stop() }
+        let gate = Latch()
+        try thread.occupy(until: gate)
+        let group = LongThread.WorkGroup()
+        let ran = Counter()
+        let outcomes = Recorder<String>()
+        let done = Latch(count: 2)
+        Thread {
+            do {
+                try thread.perform(waitUntilDone: true, timeout: .seconds(30), group: group) { ran.increment() }
+                outcomes.record("ran")
+            } catch {
+                outcomes.record("\(error)")
+            }
+            done.countDown()
+        }.start()
+        Thread {
+            do {
+                outcomes.record("\(try thread.sync(timeout: .seconds(30), group: group) { ran.increment() })")
+            } catch {
+                outcomes.record("\(error)")
+            }
+            done.countDown()
+        }.start()
+        #expect(waitUntil { group.count == 2 })
+        #expect(group.cancelAll() == 2)
+        #expect(done.wait())
+        #expect(outcomes.events == Array(repeating: "\(LongThreadError.cancelled)", count: 2))
+        gate.countDown()
+        try thread.perform(waitUntilDone: true) {}
+        #expect(ran.value == 0)
+    }
+
     @Test("a group does not grow: items leave it when they run")
     func groupShrinks() throws {
         let thread = try LongThread(name: "lt-group-run")
