@@ -133,6 +133,37 @@ if FileManager.default.isExecutableFile(atPath: daemonURL.path) {
     say("(skipped: build the daemon first with `swift build`, as the README's demo command does)")
 }
 
+step("12. Backpressure: a bounded queue holds memory flat")
+/// Resident memory now, in MiB (/proc/self/statm).
+func residentMiB() -> Double {
+    let fields = ((try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8)) ?? "").split(separator: " ")
+    return Double(fields.count > 1 ? Int(fields[1]) ?? 0 : 0) * Double(sysconf(Int32(_SC_PAGESIZE))) / 1_048_576
+}
+/// 20,000 items of 20 µs, each carrying 256 bytes, posted as fast as one producer can:
+/// far faster than the thread runs them. Returns the queue's peak and the growth of RSS.
+func overload(_ thread: LongThread) throws -> (peak: Int, growth: Double) {
+    let before = residentMiB()
+    var growth = 0.0
+    for index in 0..<20_000 {
+        let payload = [UInt8](repeating: UInt8(truncatingIfNeeded: index), count: 256)
+        try thread.perform {
+            withExtendedLifetime(payload) {}
+            let end = DispatchTime.now().uptimeNanoseconds + 20_000
+            while DispatchTime.now().uptimeNanoseconds < end {}
+        }
+        if index % 500 == 0 { growth = max(growth, residentMiB() - before) }
+    }
+    let peak = thread.statistics.highWaterMark
+    thread.stop(pending: .discard)
+    return (peak, growth)
+}
+let unbounded = try overload(LongThread(name: "demo.unbounded"))
+say("unbounded queue: \(unbounded.peak) items waited at once, RSS grew \(Int(unbounded.growth.rounded())) MiB")
+let limit = LongThread.QueueLimit(highWatermark: 1_000, whenFull: .block)
+let bounded = try overload(LongThread(name: "demo.bounded", options: .init(queueLimit: limit)))
+say("queueLimit 1,000 (.block): at most \(bounded.peak) items waited, RSS grew \(Int(bounded.growth.rounded())) MiB;")
+say("the producer was held back to the thread's pace instead of filling memory")
+
 print("\nDone.")
 
 /// A counter the worker increments and main reads after the stop (which orders the two).

@@ -37,16 +37,35 @@ extension LongThread {
         public var schedulingPolicy: SchedulingPolicy
         /// Receives the thread's lifecycle, drain and stall events (logs, metrics); nil costs nothing.
         public var instrument: (any LongThreadInstrument)?
+        /// A bound on the work waiting for the thread; nil (the default) leaves the queue unbounded.
+        /// See ``QueueLimit``.
+        public var queueLimit: QueueLimit?
+        /// Runs on the thread before any work, while `init` waits: open what the thread owns (a
+        /// handle of a C library that is not thread-safe, say). If it throws, the thread ends
+        /// without running any work (``tearDown`` is not called) and `init` throws
+        /// ``LongThreadError/setUpFailed(_:)``.
+        public var setUp: (@Sendable () throws -> Void)?
+        /// Runs on the thread after its last item and before its run loop is torn down, however
+        /// the thread ends: a stop (draining or discarding), the last handle dropped, the owner's
+        /// death, a `LongThreadService` shutting down. Close here what ``setUp`` opened. The thread
+        /// accepts no work by then: a post from here throws ``LongThreadError/stopped``.
+        public var tearDown: (@Sendable () -> Void)?
 
         /// Options with the system's defaults, or the given settings.
         public init(
             stackSize: Int? = nil,
             schedulingPolicy: SchedulingPolicy = .inherited,
-            instrument: (any LongThreadInstrument)? = nil
+            instrument: (any LongThreadInstrument)? = nil,
+            queueLimit: QueueLimit? = nil,
+            setUp: (@Sendable () throws -> Void)? = nil,
+            tearDown: (@Sendable () -> Void)? = nil
         ) {
             self.stackSize = stackSize
             self.schedulingPolicy = schedulingPolicy
             self.instrument = instrument
+            self.queueLimit = queueLimit
+            self.setUp = setUp
+            self.tearDown = tearDown
         }
     }
 }

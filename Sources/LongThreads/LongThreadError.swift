@@ -25,6 +25,20 @@ public enum LongThreadError: Error, Equatable, Sendable, CustomStringConvertible
     /// thread's loop and has no error path: it would halt the process, so the thread refuses
     /// first. Nothing was queued; the thread runs on.
     case outOfResources(errno: Int32)
+    /// The thread's queue is at its ``LongThread/QueueLimit``, and the thread's policy is
+    /// ``LongThread/QueueLimit/WhenFull/throwError`` (or the caller is the thread itself, which
+    /// must not wait for room it alone can make).
+    case queueFull
+    /// A caller waited for work that was taken back before it started: its
+    /// ``LongThread/WorkGroup`` was cancelled (``LongThread/WorkGroup/cancelAll()``) during a
+    /// `sync(timeout:group:)` or `perform(waitUntilDone:timeout:group:)`.
+    case cancelled
+    /// A bounded wait (`sync(timeout:)`, `perform(waitUntilDone: true, timeout:)`) ran out. If the
+    /// work had not started it never runs; if it had, it completes on the thread and its result is
+    /// dropped.
+    case timedOut
+    /// The thread's ``LongThread/Options/setUp`` threw this error; the thread has ended.
+    case setUpFailed(any Error)
 
     /// A sentence naming what happened, for logs.
     public var description: String {
@@ -34,10 +48,30 @@ public enum LongThreadError: Error, Equatable, Sendable, CustomStringConvertible
         case .cannotStart(let errno): "LongThread: the thread could not start (errno \(errno))"
         case .noModes: "LongThread: work posted with no run-loop modes could never run"
         case .tooManyModes(let limit): "LongThread: more than \(limit) custom run-loop modes on one thread"
+        case .queueFull: "LongThread: the thread's queue is at its limit"
+        case .cancelled: "LongThread: the work was cancelled before it started"
+        case .timedOut: "LongThread: the wait for the work timed out"
+        case .setUpFailed(let error): "LongThread: the thread's setUp threw \(error)"
         case .invalidMode(let mode):
             "LongThread: run-loop mode \(String(reflecting: mode.rawValue)) cannot be used here "
                 + "(a mode name may not contain NUL, and .common is a set of modes, not one to run or add)"
         case .outOfResources(let errno): "LongThread: the run loop could not get a kernel resource (errno \(errno))"
+        }
+    }
+
+    /// Equal when the same case with equal values; two ``setUpFailed(_:)`` are equal when their
+    /// errors describe themselves the same way (an `any Error` has no equality of its own).
+    public static func == (lhs: LongThreadError, rhs: LongThreadError) -> Bool {
+        switch (lhs, rhs) {
+        case (.stopped, .stopped), (.discarded, .discarded), (.noModes, .noModes), (.queueFull, .queueFull),
+             (.cancelled, .cancelled), (.timedOut, .timedOut):
+            true
+        case (.cannotStart(let a), .cannotStart(let b)): a == b
+        case (.tooManyModes(let a), .tooManyModes(let b)): a == b
+        case (.invalidMode(let a), .invalidMode(let b)): a == b
+        case (.outOfResources(let a), .outOfResources(let b)): a == b
+        case (.setUpFailed(let a), .setUpFailed(let b)): String(reflecting: a) == String(reflecting: b)
+        default: false
         }
     }
 }

@@ -149,20 +149,10 @@ extension LongThread {
     ) async throws -> T {
         let request = AsyncWork(work)
         let timer = LongThreadTimer(core: core, work: .once(.waiting(request)), interval: nil, tolerance: .zero)
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { continuation in
-                guard request.install(continuation) else { return }
-                do throws(LongThreadError) {
-                    try core.schedule(timer, after: delay, modes: modes)
-                } catch {
-                    request.fail(error)
-                }
-            }
-        } onCancel: {
-            // The waiter hears CancellationError first; then the timer and its closure go at once
-            // instead of waiting in the loop until the deadline.
-            request.cancel()
-            timer.cancel()
-        }
+        // Cancelled: the waiter hears CancellationError first, then the timer and its closure go
+        // at once instead of waiting in the loop until the deadline.
+        return try await request.value(posting: { (_) throws(LongThreadError) in
+            try core.schedule(timer, after: delay, modes: modes)
+        }, onCancel: { timer.cancel() })
     }
 }

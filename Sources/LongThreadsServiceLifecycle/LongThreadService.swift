@@ -27,6 +27,20 @@ import ServiceLifecycle
 ///    too, so the group learns that the service is gone and applies its
 ///    `successTerminationBehavior` (by default: shut the group down).
 ///
+/// ## Per-thread setup and teardown
+/// Give the thread `LongThread.Options.setUp` and `tearDown` (through
+/// `init(name:options:)`, or to the `LongThread` you wrap): `setUp` runs on the thread before
+/// any work, and on a graceful shutdown the thread drains its accepted work, then runs
+/// `tearDown` on the thread, before `run()` returns. A cancellation (`.discard`) runs it too,
+/// after the item running at that moment.
+///
+/// ```swift
+/// let db = try LongThreadService(name: "db", options: .init(
+///     setUp: { try Database.open() },      // on the thread, before any work
+///     tearDown: { Database.close() }       // on the thread, after the last item
+/// ))
+/// ```
+///
 /// - Threading: `run()` is callable from any task; the shutdown and cancellation handlers never
 ///   block (a waiting `stop()` would hold a cooperative thread until the drain ends), and the wait
 ///   for the thread's end (`LongThread.waitUntilExit()`, awaited) holds none.

@@ -37,6 +37,30 @@ struct LongThreadServiceTests {
         #expect(thread.statistics.discarded == 0)
     }
 
+    @Test("graceful shutdown drains, then runs the thread's tearDown on the thread, before run() returns")
+    func gracefulShutdownTearsDown() async throws {
+        let log = EventLog()
+        let service = try LongThreadService(name: "lt-svc-hooks", options: .init(
+            setUp: { log.record("setUp on \(LongThread.current?.name ?? "?")") },
+            tearDown: { log.record("tearDown on \(LongThread.current?.name ?? "?")") }
+        ))
+        let gate = Latch()
+        try await testGracefulShutdown { trigger in
+            try await withThrowingTaskGroup(of: Void.self) { tasks in
+                tasks.addTask { try await service.run() }
+                try await service.thread.block(until: gate)
+                for index in 0..<3 { try service.thread.perform { log.record("item \(index)") } }
+                trigger.triggerGracefulShutdown()
+                #expect(await eventually { !service.thread.isRunning })
+                gate.countDown()
+                try await tasks.waitForAll()
+                // run() returned: the thread has ended, tearDown included.
+                #expect(log.events.last == "tearDown on lt-svc-hooks")
+            }
+        }
+        #expect(log.events == ["setUp on lt-svc-hooks", "item 0", "item 1", "item 2", "tearDown on lt-svc-hooks"])
+    }
+
     @Test("run() called after a graceful shutdown began stops the thread at once")
     func shutdownBeforeRun() async throws {
         let thread = try LongThread(name: "lt-svc-early")
@@ -133,5 +157,24 @@ struct ProbeService: Service {
     func run() async throws {
         started.countDown()
         try await gracefulShutdown()
+    }
+}
+
+/// Lines recorded in order, from any thread.
+final class EventLog: @unchecked Sendable {
+    private let lock = NSLock()
+    // Guarded by `lock`.
+    private var lines: [String] = []
+
+    func record(_ line: String) {
+        lock.lock()
+        lines.append(line)
+        lock.unlock()
+    }
+
+    var events: [String] {
+        lock.lock()
+        defer { lock.unlock() }
+        return lines
     }
 }

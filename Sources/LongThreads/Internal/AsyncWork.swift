@@ -71,3 +71,28 @@ final class AsyncWork<T: Sendable>: WaitingWork, @unchecked Sendable {
         }
     }
 }
+
+extension AsyncWork {
+    /// Posts this work through `post` and suspends until it ran, was discarded, or the task was
+    /// cancelled before it started (then it is skipped and `CancellationError` thrown at once).
+    /// `post`'s error (`.stopped`, `.queueFull`...) is thrown as is.
+    /// `onCancel` runs after the task's cancellation was handled (to release what holds the work).
+    func value(
+        posting post: (AsyncWork<T>) throws(LongThreadError) -> Void,
+        onCancel cancelled: @Sendable () -> Void = {}
+    ) async throws -> T {
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                guard install(continuation) else { return }
+                do throws(LongThreadError) {
+                    try post(self)
+                } catch {
+                    fail(error)
+                }
+            }
+        } onCancel: {
+            cancel()
+            cancelled()
+        }
+    }
+}

@@ -21,7 +21,7 @@ extension ThreadCore {
         guard timer.attach(item) else { return } // cancelled already (run(after:) racing its task)
         try shared.withLock { (state: inout SharedState) throws(LongThreadError) in
             guard state.lifecycle.acceptsWork, let engine = state.engine else { throw LongThreadError.stopped }
-            _ = try state.modes.mask(for: modes) { (name) throws(LongThreadError) in try engine.add(modeNamed: name) }
+            _ = try state.mask(for: modes)
             // A cancel after `attach` either comes before this check, or invalidates the CF timer
             // (CF then skips or undoes the add) and removes the entry once this lock is released.
             guard !timer.isCancelled else { return }
@@ -50,7 +50,7 @@ extension ThreadCore {
     func register(_ attachment: some LoopAttachment, item: EngineItem, modes: [RunLoop.Mode]) throws(LongThreadError) {
         try shared.withLock { (state: inout SharedState) throws(LongThreadError) in
             guard state.lifecycle.acceptsWork, let engine = state.engine else { throw LongThreadError.stopped }
-            _ = try state.modes.mask(for: modes) { (name) throws(LongThreadError) in try engine.add(modeNamed: name) }
+            _ = try state.mask(for: modes)
             engine.add(item, modes: modes)
             state.attachments[ObjectIdentifier(attachment)] = attachment
         }
@@ -65,7 +65,7 @@ extension ThreadCore {
         if mode == .common { throw .invalidMode(mode) }
         try shared.withLock { (state: inout SharedState) throws(LongThreadError) in
             guard state.lifecycle.acceptsWork, let engine = state.engine else { throw LongThreadError.stopped }
-            let bit = try state.modes.bit(for: mode) { (name) throws(LongThreadError) in try engine.add(modeNamed: name) }
+            let bit = try state.bit(for: mode)
             state.modes.addToCommonSet(bit)
             engine.addCommonMode(mode)
         }
@@ -81,8 +81,8 @@ extension ThreadCore {
         // run in it would spin until the deadline's check.
         if mode == .common { throw .invalidMode(mode) }
         let registered = try shared.withLock { (state: inout SharedState) throws(LongThreadError) -> Bool in
-            guard !state.lifecycle.isStopping, state.lifecycle.state != .exited, let engine = state.engine else { return false }
-            _ = try state.modes.mask(for: [mode]) { (name) throws(LongThreadError) in try engine.add(modeNamed: name) }
+            guard !state.lifecycle.isStopping, state.lifecycle.state != .exited, state.engine != nil else { return false }
+            _ = try state.mask(for: [mode])
             return true
         }
         guard registered, let engine else { return false }

@@ -17,6 +17,7 @@ extension ThreadCore {
                 // Until `stopFinished`, the loop thread may not announce its end (`finishExit`):
                 // every stopper then waits for the same end, and `.stopped` follows `.stopRequested`.
                 state.stopsInFlight += 1
+                state.backpressure?.wakeAll() // producers waiting for room: they now get `.stopped`
                 let timers = Array(state.timers.values)
                 state.timers = [:]
                 guard action == .discard else { return (state.engine, [], false, timers) }

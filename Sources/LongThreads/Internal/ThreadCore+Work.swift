@@ -7,16 +7,27 @@ extension ThreadCore: RunLoopEngineDelegate {
 
     /// Queues `item` for the run-loop `modes` (nil: the default mode), or throws `.stopped` once a
     /// stop has begun.
+    /// `atFront`: ahead of the waiting items, in any mode (`performAtFrontOfQueue`). With a queue
+    /// limit, throws `.queueFull` when full (see `Backpressure`).
     @inline(__always)
-    func enqueue(_ item: WorkItem, modes: [RunLoop.Mode]?) throws(LongThreadError) {
+    func enqueue(_ item: WorkItem, modes: [RunLoop.Mode]?, atFront: Bool = false) throws(LongThreadError) {
         let engineToWake = try shared.withLock { (state: inout SharedState) throws(LongThreadError) -> RunLoopEngine? in
             guard state.lifecycle.acceptsWork else { throw LongThreadError.stopped }
             var mask = ModeTable.defaultBit
             if let modes {
                 let engine = state.engine
-                mask = try state.modes.mask(for: modes) { (name) throws(LongThreadError) in try engine?.add(modeNamed: name) }
+                mask = try state.mask(for: modes)
             }
-            guard state.queue.append(QueueEntry(item: item, modes: mask)) else { return nil }
+            // `hasQueueLimit` is a constant: after `perform` tested it, the compiler drops this check.
+            if hasQueueLimit { try state.backpressure?.admit(refusable: !atFront && !item.isJob) }
+            let mustWake: Bool
+            if atFront {
+                mustWake = state.queue.appendUrgent(QueueEntry(item: item, modes: .max))
+                urgentPending.store(true, ordering: .relaxed)
+            } else {
+                mustWake = state.queue.append(QueueEntry(item: item, modes: mask))
+            }
+            guard mustWake else { return nil }
             if instrument != nil { state.queueNonEmptySince = CLongThreadsShims_monotonicNanoseconds() }
             // Only the producer that wakes the loop touches the engine (a shared refcount).
             return state.engine
@@ -58,6 +69,7 @@ extension ThreadCore: RunLoopEngineDelegate {
         drain: while true {
             while index < batch.count {
                 if discardRequested.load(ordering: .relaxed) { break drain }
+                if urgentPending.load(ordering: .relaxed) { ran += runUrgentItems() }
                 if (totalRun + ran + 1) % Self.itemsPerClockCheck == 0,
                    CLongThreadsShims_monotonicNanoseconds() - started >= Self.nanosecondsPerCallout {
                     yielded = true
@@ -122,6 +134,27 @@ extension ThreadCore: RunLoopEngineDelegate {
             engine?.stopInnermostRun()
         }
         checkOwner()
+    }
+
+    /// Runs the items posted at the front of the queue, in order; returns how many ran. A discarding
+    /// stop that begins meanwhile drops the rest.
+    @inline(never)
+    private func runUrgentItems() -> Int {
+        var urgent = shared.withLock { state in
+            urgentPending.store(false, ordering: .relaxed)
+            return state.queue.takeUrgent()
+        }
+        var ran = 0
+        for index in urgent.indices {
+            if discardRequested.load(ordering: .relaxed) {
+                urgent[index].take().discard()
+                discardedByLoop += 1
+            } else {
+                run(urgent[index].take())
+                ran += 1
+            }
+        }
+        return ran
     }
 
     /// Runs one item, exposing its label (if any) to a stall monitor meanwhile.
@@ -224,6 +257,7 @@ extension ThreadCore: RunLoopEngineDelegate {
     /// Moves the counters the loop thread keeps without the lock into the shared state.
     func publishCounters(into state: inout SharedState, ran: Int) {
         state.tasksRun += ran
+        if state.backpressure != nil { state.backpressure?.finished(ran) }
         state.wakeUps += wakeUps
         state.timersFired += timersFired
         wakeUps = 0

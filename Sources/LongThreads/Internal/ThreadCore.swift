@@ -13,6 +13,8 @@ final class ThreadCore: @unchecked Sendable {
     let options: LongThread.Options
     /// Whether an owner was given: the loop then checks it each time it wakes.
     let watchesOwner: Bool
+    /// Whether `Options.queueLimit` bounds the queue (then posts may be refused or wait).
+    let hasQueueLimit: Bool
     let instrument: (any LongThreadInstrument)?
     /// Signalled on the loop thread when its run loop first runs (or when the start failed).
     let ready = OneShotEvent()
@@ -27,11 +29,14 @@ final class ThreadCore: @unchecked Sendable {
     weak var owner: AnyObject?
 
     // MARK: Guarded by `shared`
-    let shared = Locked(SharedState())
+    let shared: Locked<SharedState>
 
     // MARK: Written under `shared`, read by the loop thread between two items without the lock
     /// A hint that lets a drain stop at the next item; the lock decides what is discarded.
     let discardRequested = Atomic<Bool>(false)
+    /// A hint that urgent entries wait (`performAtFrontOfQueue`): the drain takes them before its
+    /// next item. Set and cleared under `shared`.
+    let urgentPending = Atomic<Bool>(false)
     /// Bumped when the common set changes, so the loop thread drops its cached eligibility.
     let modesGeneration = Atomic<Int>(0)
     /// The label of the item running now, if it has one (read by a stall monitor).
@@ -71,6 +76,9 @@ final class ThreadCore: @unchecked Sendable {
     var announcedReady = false
     /// errno of a failed start, written before `ready` is signalled.
     var startError: Int32?
+    /// What `Options.setUp` threw, written before `ready` is signalled.
+    var setUpError: (any Error)?
+    /// Runs of the loop on the stack: 1 in the thread's own run, more while a task runs it nested.
 
     struct SharedState {
         var lifecycle = Lifecycle()
@@ -100,14 +108,22 @@ final class ThreadCore: @unchecked Sendable {
         var stopsReleased: OneShotEvent?
         /// Tasks awaiting the thread's end, resumed when it has left its loop (`lifecycle` exited).
         var exitWaiters: [CheckedContinuation<Void, Never>] = []
+        /// The backlog and the producers waiting for room, with `Options.queueLimit` only.
+        var backpressure: Backpressure?
+        /// Work waiting for a deadline, by deadline and modes (`perform(at:)`, `run(at:)`).
+        var deadlines: [DeadlineKey: DeadlineBucket] = [:]
     }
 
     init(name: String?, owner: AnyObject?, options: LongThread.Options) {
         self.name = name
         self.options = options
         self.watchesOwner = owner != nil
+        self.hasQueueLimit = options.queueLimit != nil
         self.owner = owner
         self.instrument = options.instrument
+        var state = SharedState()
+        state.backpressure = options.queueLimit.map(Backpressure.init)
+        self.shared = Locked(state)
     }
 
     // MARK: - Start
@@ -120,6 +136,10 @@ final class ThreadCore: @unchecked Sendable {
         if let startError {
             waitUntilExit(timeout: nil)
             throw .cannotStart(errno: startError)
+        }
+        if let setUpError {
+            waitUntilExit(timeout: nil)
+            throw .setUpFailed(setUpError)
         }
     }
 
@@ -149,11 +169,31 @@ final class ThreadCore: @unchecked Sendable {
             state.engine = engine
             state.lifecycle.loopStarted()
         }
-        runUntilStopped(engine)
+        if setUp() {
+            runUntilStopped(engine)
+            // After the last item, before the loop is torn down, however the stop came.
+            options.tearDown?()
+        }
         finishExit(engine)
         self.engine = nil
         pthread_setspecific(Self.currentKey, nil)
+        if setUpError != nil { ready.signal() }
         announceExit()
+    }
+
+    /// Loop thread, before its first run: runs `Options.setUp`. When it throws, records the error
+    /// and stops the thread (nothing can have been posted yet but by setUp itself, and that is
+    /// discarded); `start()` then throws it. Returns whether the thread may serve work.
+    private func setUp() -> Bool {
+        guard let setUp = options.setUp else { return true }
+        do {
+            try setUp()
+            return true
+        } catch {
+            setUpError = error
+            requestStop(.discard)
+            return false
+        }
     }
 
     // MARK: - Identity
@@ -174,5 +214,20 @@ final class ThreadCore: @unchecked Sendable {
 
     var isCurrent: Bool {
         pthread_getspecific(Self.currentKey) == Unmanaged.passUnretained(self).toOpaque()
+    }
+}
+
+extension ThreadCore.SharedState {
+    /// The mask for `modes`, registering each new mode with the loop (CF creates it then, which
+    /// may throw `.outOfResources`). Only while the loop lives: the caller checked `engine`.
+    mutating func mask(for modes: [RunLoop.Mode]) throws(LongThreadError) -> ModeTable.Mask {
+        let engine = self.engine
+        return try self.modes.mask(for: modes) { (name) throws(LongThreadError) in try engine?.add(modeNamed: name) }
+    }
+
+    /// The bit of one mode, registering it with the loop the first time (see `mask(for:)`).
+    mutating func bit(for mode: RunLoop.Mode) throws(LongThreadError) -> ModeTable.Mask {
+        let engine = self.engine
+        return try self.modes.bit(for: mode) { (name) throws(LongThreadError) in try engine?.add(modeNamed: name) }
     }
 }

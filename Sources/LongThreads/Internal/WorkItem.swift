@@ -44,6 +44,13 @@ enum WorkItem {
         return .labeled(LabeledWork(label: label, work: work))
     }
 
+    /// Whether it is a Swift concurrency job (never refused by a queue limit).
+    @inline(__always)
+    var isJob: Bool {
+        if case .job = self { return true }
+        return false
+    }
+
     /// Whether `discard()` does anything: it tells a waiter, or hands a job on.
     @inline(__always)
     var mustBeTold: Bool {

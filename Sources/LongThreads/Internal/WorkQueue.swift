@@ -6,6 +6,9 @@
 /// (about 340 ns even when the loop is busy, `../shared/research/foundation-linux.md` §5).
 struct WorkQueue {
     private(set) var entries: [QueueEntry] = []
+    /// Entries posted at the front of the queue (`performAtFrontOfQueue`), FIFO among themselves:
+    /// the loop takes them before the next item of its batch.
+    private(set) var urgent: [QueueEntry] = []
     /// True while the loop thread is draining and will look at `entries` again before it sleeps.
     private(set) var consumerActive = false
     /// The most entries waiting at once.
@@ -14,12 +17,14 @@ struct WorkQueue {
     /// none, a discard frees them without looking at each.
     private var entriesToTell = 0
 
-    var count: Int { entries.count }
-    var isEmpty: Bool { entries.isEmpty }
+    var count: Int { entries.count + urgent.count }
+    var isEmpty: Bool { entries.isEmpty && urgent.isEmpty }
 
     /// Appends `entry`; returns true when the caller must signal the source and wake the loop.
     @inline(__always)
     mutating func append(_ entry: QueueEntry) -> Bool {
+        // `entries` alone: with urgent entries waiting, the loop was already woken for them (at
+        // worst this wakes it once more), and the post path skips a load.
         let mustWake = entries.isEmpty && !consumerActive
         if entry.item.mustBeTold { entriesToTell += 1 }
         entries.append(entry)
@@ -27,15 +32,34 @@ struct WorkQueue {
         return mustWake
     }
 
+    /// Appends `entry` to the urgent entries; returns true when the caller must wake the loop.
+    mutating func appendUrgent(_ entry: QueueEntry) -> Bool {
+        let mustWake = isEmpty && !consumerActive
+        if entry.item.mustBeTold { entriesToTell += 1 }
+        urgent.append(entry)
+        return mustWake
+    }
+
+    /// Loop thread: takes the urgent entries, in order.
+    mutating func takeUrgent() -> [QueueEntry] {
+        defer { urgent = [] }
+        return urgent
+    }
+
     /// Loop thread: moves every entry to the end of `batch`. Returns false, and marks the consumer
     /// inactive (so the next producer wakes the loop), when there was nothing.
     mutating func moveAll(to batch: inout [QueueEntry]) -> Bool {
-        if entries.isEmpty {
+        if isEmpty {
             consumerActive = false
             return false
         }
         consumerActive = true
         entriesToTell = 0
+        if !urgent.isEmpty {
+            // Rare: urgent entries the loop did not pick up between two items go first.
+            batch.append(contentsOf: urgent)
+            urgent.removeAll()
+        }
         if batch.isEmpty {
             // Both arrays keep their storage: in steady state a batch allocates nothing.
             swap(&entries, &batch)
@@ -56,8 +80,10 @@ struct WorkQueue {
     mutating func removeAll() -> (entries: [QueueEntry], mustTell: Bool) {
         defer {
             entries = []
+            urgent = []
             entriesToTell = 0
         }
-        return (entries, entriesToTell > 0)
+        // Without urgent entries (nearly always) the array is handed over as is: no copy.
+        return (urgent.isEmpty ? entries : urgent + entries, entriesToTell > 0)
     }
 }

@@ -9,7 +9,7 @@ enum Figures {
         for size in settings.stopQueueSizes {
             figures += [stopLatency(.drain, queued: size), stopLatency(.discard, queued: size)]
         }
-        figures += [idle, memory, allocations]
+        figures += [idle, memory, allocations, overload]
         return figures
     }
 

@@ -16,6 +16,7 @@ struct Settings: Sendable {
     var stopQueueSizes: [Int] { quick ? [10_000, 100_000] : [10_000, 1_000_000] }
     var idleWorkers: Int { quick ? 20 : 100 }
     var allocationItems: Int { quick ? 2_000 : 20_000 }
+    var overloadSeconds: Double { quick ? 0.4 : 2 }
 
     static let usage = """
         usage: longthread-bench [--quick] [--reps N] [--only NAME[,NAME...]] [--cpu N] [--idle SECONDS]

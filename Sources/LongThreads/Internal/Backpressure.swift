@@ -1,0 +1,73 @@
+import Synchronization
+
+/// The backlog of a thread with a `QueueLimit`, guarded by the thread's lock (`SharedState`).
+///
+/// `backlog` counts items accepted and not yet finished: `admit` adds one per post, the loop
+/// thread subtracts what it finished each time it publishes its counters. The hysteresis flag
+/// `isFull` is set at the high watermark and cleared at the low one; clearing it wakes every
+/// producer waiting for room. Invariant: while `isFull`, `backlog > lowWatermark`, so a waiter
+/// is always woken by a later `finished` (or by a stop).
+struct Backpressure {
+    let limit: LongThread.QueueLimit
+    private(set) var backlog = 0
+    private(set) var isFull = false
+    private var waiters: [UInt64: RoomWaiter] = [:]
+
+    init(_ limit: LongThread.QueueLimit) {
+        self.limit = limit
+    }
+
+    /// Counts one more item, or throws `.queueFull` when the queue is full and `refusable`.
+    @inline(__always)
+    mutating func admit(refusable: Bool) throws(LongThreadError) {
+        if refusable, isFull || backlog >= limit.highWatermark {
+            isFull = true
+            throw .queueFull
+        }
+        backlog += 1
+    }
+
+    /// The loop thread finished `count` items.
+    mutating func finished(_ count: Int) {
+        backlog = max(0, backlog - count)
+        if isFull, backlog <= limit.lowWatermark {
+            isFull = false
+            wakeAll()
+        }
+    }
+
+    mutating func add(_ waiter: RoomWaiter, id: UInt64) {
+        waiters[id] = waiter
+    }
+
+    mutating func remove(_ id: UInt64) -> RoomWaiter? {
+        waiters.removeValue(forKey: id)
+    }
+
+    /// Wakes every waiter (room, or a stop): each looks again. Under the thread's lock: resuming a
+    /// continuation only schedules its task, and signalling an event is one futex wake.
+    mutating func wakeAll() {
+        guard !waiters.isEmpty else { return }
+        for waiter in waiters.values { waiter.resume() }
+        waiters = [:]
+    }
+}
+
+/// A producer waiting for room: a blocked thread or a suspended task.
+enum RoomWaiter {
+    case thread(OneShotEvent)
+    case task(CheckedContinuation<Void, Never>)
+
+    func resume() {
+        switch self {
+        case .thread(let event): event.signal()
+        case .task(let continuation): continuation.resume()
+        }
+    }
+
+    private static let lastID = Atomic<UInt64>(0)
+
+    static func makeID() -> UInt64 {
+        lastID.add(1, ordering: .relaxed).newValue
+    }
+}

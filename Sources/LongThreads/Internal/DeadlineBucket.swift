@@ -1,0 +1,83 @@
+import Foundation
+
+/// Where work for a deadline waits: one bucket per deadline and list of modes.
+struct DeadlineKey: Hashable {
+    let deadline: ContinuousClock.Instant
+    let modes: [String]
+}
+
+/// The work due at one deadline, in the order it was posted, behind one CF timer
+/// (`LongThreadTimer`, the same mechanism as `perform(after:)`).
+///
+/// CF orders timers by a fire time it converts from wall-clock dates at each insertion, so two
+/// timers for the same instant may fire in either order; one timer per deadline keeps work posted
+/// for equal deadlines in FIFO order. Posting to a bucket and taking its items both happen under
+/// the thread's lock: work posted after the timer fired goes to a new bucket (and timer).
+final class DeadlineBucket: WaitingWork, @unchecked Sendable {
+    private weak var core: ThreadCore?
+    private let key: DeadlineKey
+    // Guarded by the core's lock (`ThreadCore.shared`).
+    private var items: [any WaitingWork]
+
+    var label: String? { nil }
+
+    init(core: ThreadCore, key: DeadlineKey, first: any WaitingWork) {
+        self.core = core
+        self.key = key
+        self.items = [first]
+    }
+
+    /// Under the core's lock: adds `item` behind the others.
+    func append(_ item: any WaitingWork) {
+        items.append(item)
+    }
+
+    /// Loop thread, from the timer's callout: runs the items in order.
+    func run() {
+        guard let core else { return }
+        for item in take(from: core) {
+            if core.discardRequested.load(ordering: .relaxed) { item.discard() } else { item.run() }
+        }
+    }
+
+    /// A stop cancelled the timer: tells each item.
+    func discard() {
+        guard let core else { return }
+        for item in take(from: core) { item.discard() }
+    }
+
+    private func take(from core: ThreadCore) -> [any WaitingWork] {
+        core.shared.withLock { state in
+            if state.deadlines[key] === self { state.deadlines[key] = nil }
+            defer { items = [] }
+            return items
+        }
+    }
+}
+
+extension ThreadCore {
+    /// Any thread: queues `item` for `deadline` in `modes`.
+    func enqueue(_ item: any WaitingWork, at deadline: ContinuousClock.Instant, modes: [RunLoop.Mode]) throws(LongThreadError) {
+        let key = DeadlineKey(deadline: deadline, modes: modes.map(\.rawValue))
+        let bucket = try shared.withLock { (state: inout SharedState) throws(LongThreadError) -> DeadlineBucket? in
+            guard state.lifecycle.acceptsWork, state.engine != nil else { throw LongThreadError.stopped }
+            _ = try state.mask(for: modes)
+            if let bucket = state.deadlines[key] {
+                bucket.append(item)
+                return nil
+            }
+            let bucket = DeadlineBucket(core: self, key: key, first: item)
+            state.deadlines[key] = bucket
+            return bucket
+        }
+        guard let bucket else { return }
+        let timer = LongThreadTimer(core: self, work: .once(.waiting(bucket)), interval: nil, tolerance: .zero)
+        do throws(LongThreadError) {
+            try schedule(timer, after: ContinuousClock.now.duration(to: deadline), modes: modes)
+        } catch {
+            // A stop began since: the bucket's work (this item's included) is discarded.
+            bucket.discard()
+            throw error
+        }
+    }
+}

@@ -1,0 +1,111 @@
+extension LongThread {
+    /// A bound on the work waiting for a thread, with two watermarks, as NIO's
+    /// `NIOAsyncSequenceProducerBackPressureStrategies.HighLowWatermark`: once the backlog reaches
+    /// ``highWatermark`` the queue is full, and it stays full until the backlog is down to
+    /// ``lowWatermark``, so producers resume in bursts instead of one item at a time.
+    ///
+    /// Set it in ``Options/queueLimit``. When the queue is full:
+    /// - `perform` (with or without `waitUntilDone`, and ``submit(modes:label:group:_:)``) throws
+    ///   ``LongThreadError/queueFull`` under ``WhenFull/throwError``, or blocks the caller until
+    ///   the backlog is down to the low watermark under ``WhenFull/block``;
+    /// - `sync` does the same as `perform`;
+    /// - `run` suspends the calling task until there is room (it blocks no thread, and throws
+    ///   `CancellationError` if the task is cancelled meanwhile);
+    /// - called on the thread itself, a post that would wait throws ``LongThreadError/queueFull``
+    ///   instead: the thread cannot wait for room only it can make.
+    ///
+    /// A stop wakes every producer waiting for room: it then gets ``LongThreadError/stopped``.
+    ///
+    /// What counts: every item accepted and not yet finished (run, or passed over after a
+    /// ``QueuedWork/cancel()``), including items the thread holds for a mode it is not running.
+    /// Swift concurrency jobs (actors pinned to the thread, tasks preferring it) and
+    /// ``performAtFrontOfQueue(label:_:)`` items are never refused (the runtime has nobody to throw
+    /// to, and an urgent item must not wait behind the backlog it jumps), but they count. Timers,
+    /// ``perform(at:modes:label:_:)`` and ``run(at:modes:_:)`` work waits in the run loop, not in the
+    /// queue, and does not count. The thread publishes what it finished at least once per pass of
+    /// its loop (about every millisecond while busy), so the backlog it sees may briefly be
+    /// higher than the truth, never lower: memory stays bounded by the high watermark.
+    public struct QueueLimit: Sendable, Equatable {
+        /// What `perform` and `sync` do when the queue is full.
+        public enum WhenFull: Sendable, Equatable {
+            /// Throw ``LongThreadError/queueFull`` at once.
+            case throwError
+            /// Block the calling thread until the backlog is down to the low watermark (or a
+            /// stop begins, then throw ``LongThreadError/stopped``). From a task, post with
+            /// `run` instead: it suspends, where a blocked `perform` would hold a cooperative thread.
+            case block
+        }
+
+        /// The backlog at which the queue becomes full (at least 1).
+        public var highWatermark: Int
+        /// The backlog at which a full queue accepts work again (0 ..< `highWatermark`).
+        public var lowWatermark: Int
+        /// What `perform` and `sync` do when the queue is full.
+        public var whenFull: WhenFull
+
+        /// A limit of `highWatermark` items that opens again at `lowWatermark` (by default half the
+        /// high one). Out-of-range values are clamped: `highWatermark` to at least 1,
+        /// `lowWatermark` into `0 ..< highWatermark`.
+        public init(highWatermark: Int, lowWatermark: Int? = nil, whenFull: WhenFull = .throwError) {
+            let high = max(1, highWatermark)
+            self.highWatermark = high
+            self.lowWatermark = min(max(0, lowWatermark ?? high / 2), high - 1)
+            self.whenFull = whenFull
+        }
+    }
+}
+
+extension ThreadCore {
+    /// Any thread but the loop's: blocks while the queue is full and the thread accepts work.
+    /// The caller then posts again (and gets `.stopped` if a stop woke it).
+    func waitForRoom() {
+        let event: OneShotEvent? = shared.withLock { state in
+            guard state.lifecycle.acceptsWork, state.backpressure?.isFull == true else { return nil }
+            let event = OneShotEvent()
+            state.backpressure?.add(.thread(event), id: RoomWaiter.makeID())
+            return event
+        }
+        event?.wait()
+    }
+
+    /// Any task: suspends while the queue is full and the thread accepts work.
+    /// - Throws: `CancellationError` if the task is cancelled before there is room.
+    func roomAvailable() async throws {
+        let id = RoomWaiter.makeID()
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let waits = shared.withLock { state -> Bool in
+                    guard state.lifecycle.acceptsWork, state.backpressure?.isFull == true else { return false }
+                    state.backpressure?.add(.task(continuation), id: id)
+                    return true
+                }
+                if !waits {
+                    continuation.resume()
+                } else if Task.isCancelled {
+                    // Cancelled before it was registered: the handler found nothing to resume.
+                    removeRoomWaiter(id)?.resume()
+                }
+            }
+        } onCancel: {
+            removeRoomWaiter(id)?.resume()
+        }
+        try Task.checkCancellation()
+    }
+
+    private func removeRoomWaiter(_ id: UInt64) -> RoomWaiter? {
+        shared.withLock { $0.backpressure?.remove(id) }
+    }
+
+    /// Posts through `post`, waiting for room and posting again while the queue is full, when the
+    /// thread's policy is to block (never on the thread itself).
+    @inline(never)
+    func postWaitingForRoom(_ post: () throws(LongThreadError) -> Void) throws(LongThreadError) {
+        while true {
+            do throws(LongThreadError) {
+                return try post()
+            } catch .queueFull where options.queueLimit?.whenFull == .block && !isCurrent {
+                waitForRoom()
+            }
+        }
+    }
+}

@@ -1,0 +1,201 @@
+import Foundation
+
+extension LongThread {
+    /// Work queued on a thread that can be taken back until it starts: returned by
+    /// ``LongThread/submit(modes:label:group:_:)`` and ``LongThread/perform(at:modes:label:_:)``.
+    ///
+    /// The counterpart of Android's `Handler.removeCallbacks`, Foundation's
+    /// `cancelPreviousPerformRequests` and NIO's `Scheduled.cancel()`. The work ends exactly
+    /// once, in one of three ways: it runs, it is cancelled before it started, or a discarding
+    /// stop drops it. A cancel racing the thread taking the work is decided under the item's lock:
+    /// ``cancel()`` returns true exactly when the work will never run.
+    ///
+    /// - Threading: every member is callable from any thread, including the thread itself and the
+    ///   work's own closure (which is then running: `cancel()` returns false).
+    public final class QueuedWork: WaitingWork, @unchecked Sendable {
+        /// How the work ended, or whether it is still waiting or running.
+        public enum State: Sendable, Equatable {
+            /// Accepted and not started: ``QueuedWork/cancel()`` can still take it back.
+            case waiting
+            /// Running on the thread now.
+            case running
+            /// It ran to the end.
+            case finished
+            /// Taken back before it started; it never runs.
+            case cancelled
+            /// Dropped unrun by a discarding stop.
+            case discarded
+        }
+
+        private enum Phase {
+            case waiting(@Sendable () -> Void)
+            case ended(State)
+        }
+
+        // The closure lives in the phase, so it is released the moment the work is cancelled or
+        // discarded, while the queue may still hold this object (the thread passes over it).
+        private let phase: Locked<Phase>
+        let label: String?
+        /// The group it belongs to, if any; the work leaves it when it ends.
+        private let group: WorkGroup?
+        /// Set once the work ended, for a caller waiting with a timeout.
+        private let done: OneShotEvent?
+
+        init(_ work: @escaping @Sendable () -> Void, label: String?, group: WorkGroup?, waitable: Bool) {
+            self.phase = Locked(.waiting(work))
+            self.label = label
+            self.group = group
+            self.done = waitable ? OneShotEvent() : nil
+        }
+
+        /// Where the work is now. The answer may be stale by the time it is read, except once
+        /// it is `.finished`, `.cancelled` or `.discarded`, which are final.
+        public var state: State {
+            phase.withLock { phase in
+                switch phase {
+                case .waiting: .waiting
+                case .ended(let state): state
+                }
+            }
+        }
+
+        /// Takes the work back if it has not started; its closure is released before this returns.
+        ///
+        /// - Returns: true when the work was removed and will never run; false when it has started
+        ///   (it completes), ended, or was already cancelled.
+        @discardableResult
+        public func cancel() -> Bool {
+            end(as: .cancelled)
+        }
+
+        // MARK: - Internal
+
+        /// Loop thread only: runs the work unless it was taken back.
+        func run() {
+            let work = phase.withLock { phase -> (@Sendable () -> Void)? in
+                guard case .waiting(let work) = phase else { return nil }
+                phase = .ended(.running)
+                return work
+            }
+            guard let work else { return }
+            work()
+            phase.withLock { $0 = .ended(.finished) }
+            ended()
+        }
+
+        func discard() {
+            _ = end(as: .discarded)
+        }
+
+        /// Joins its group and queues itself on `core`, waiting for room if the thread's queue
+        /// limit says so; leaves the group again if the thread refuses it.
+        func post(on core: ThreadCore, modes: [RunLoop.Mode]) throws(LongThreadError) {
+            group?.insert(self)
+            do throws(LongThreadError) {
+                try core.postWaitingForRoom { () throws(LongThreadError) in try core.enqueue(.waiting(self), modes: modes) }
+            } catch {
+                group?.remove(self)
+                throw error
+            }
+        }
+
+        /// Blocks until the work ended or `timeout` passed (nil: for ever). A timeout takes the work
+        /// back if it has not started. Not on the thread (it would wait on itself).
+        /// - Throws: `.timedOut`, `.discarded`, `.cancelled`.
+        func waitForOutcome(timeout: Duration?) throws(LongThreadError) {
+            if done?.wait(timeout: timeout) == false, cancel() { throw .timedOut }
+            switch state {
+            case .finished: return
+            case .discarded: throw .discarded
+            case .cancelled: throw .cancelled
+            case .waiting, .running: throw .timedOut // started: it completes, its result is dropped
+            }
+        }
+
+        /// Ends the work unrun if it is still waiting; returns whether it did.
+        private func end(as state: State) -> Bool {
+            let work = phase.withLock { phase -> (@Sendable () -> Void)? in
+                guard case .waiting(let work) = phase else { return nil }
+                phase = .ended(state)
+                return work
+            }
+            guard work != nil else { return false }
+            ended()
+            return true // the closure's last reference goes here, outside the lock
+        }
+
+        private func ended() {
+            group?.remove(self)
+            done?.signal()
+        }
+    }
+
+    /// A set of queued work that can be taken back at once, like Android's
+    /// `removeCallbacksAndMessages(token)`: give the same group to several
+    /// ``LongThread/submit(modes:label:group:_:)`` calls, on one thread or several, then
+    /// ``cancelAll()``.
+    ///
+    /// The group holds only work that has not ended: an item leaves it when it runs, is
+    /// cancelled or is discarded, so a long-lived group does not grow.
+    ///
+    /// - Threading: callable from any thread.
+    public final class WorkGroup: Sendable {
+        private let members = Locked<[ObjectIdentifier: QueuedWork]>([:])
+
+        /// An empty group.
+        public init() {}
+
+        /// Takes back every item of the group that has not started; items running now complete.
+        /// Work submitted to the group after this call began is not affected.
+        ///
+        /// - Returns: how many items were removed (they will never run).
+        @discardableResult
+        public func cancelAll() -> Int {
+            let taken = members.withLock { members in
+                defer { members = [:] }
+                return Array(members.values)
+            }
+            return taken.reduce(0) { $0 + ($1.cancel() ? 1 : 0) }
+        }
+
+        /// How many items of the group have not ended (waiting or running).
+        public var count: Int { members.withLock { $0.count } }
+
+        func insert(_ work: QueuedWork) {
+            members.withLock { $0[ObjectIdentifier(work)] = work }
+        }
+
+        func remove(_ work: QueuedWork) {
+            _ = members.withLock { $0.removeValue(forKey: ObjectIdentifier(work)) }
+        }
+    }
+
+    /// Queues `work` like ``perform(waitUntilDone:modes:label:_:)`` and returns a handle that can
+    /// take it back until it starts.
+    ///
+    /// - Runs on: this thread, in a run-loop pass in one of `modes`, in order with the other work
+    ///   of the same producer.
+    /// - Cost: one allocation for the handle (the plain `perform` allocates nothing beyond the
+    ///   closure's context); a `group` adds a lock when the work is queued and when it ends.
+    /// - Queue limit: as `perform` (see ``QueueLimit``).
+    /// - Parameters:
+    ///   - modes: The run-loop modes the work may run in.
+    ///   - label: Names the work in stall reports (``StallMonitor``).
+    ///   - group: A group to take the work back with, among others (``WorkGroup/cancelAll()``).
+    ///   - work: The work.
+    /// - Returns: the handle; keeping it is optional.
+    /// - Throws: ``LongThreadError/stopped``, ``LongThreadError/queueFull``,
+    ///   ``LongThreadError/noModes``, ``LongThreadError/tooManyModes(limit:)``.
+    /// - Callable from: any thread, task or actor, including this thread (the work is then queued).
+    @discardableResult
+    public func submit(
+        modes: [RunLoop.Mode] = [.default],
+        label: String? = nil,
+        group: WorkGroup? = nil,
+        _ work: @escaping @Sendable () -> Void
+    ) throws(LongThreadError) -> QueuedWork {
+        let item = QueuedWork(work, label: label, group: group, waitable: false)
+        try item.post(on: core, modes: modes)
+        return item
+    }
+}

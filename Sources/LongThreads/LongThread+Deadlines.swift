@@ -1,0 +1,140 @@
+import Foundation
+
+extension LongThread {
+    /// Runs `work` on this thread at `deadline`, like Android's `postAtTime` and NIO's
+    /// `scheduleTask(deadline:)`.
+    ///
+    /// - Runs on: this thread, in a run-loop pass in one of `modes`, once `deadline` has passed (at
+    ///   once if it has already). Work posted for the same deadline and modes runs in the order it
+    ///   was posted. Deadline work waits in the run loop as a timer, not in the queue: it is not
+    ///   ordered with `perform` work and does not count toward a ``QueueLimit``.
+    /// - Cancellation: through the returned handle, until it starts.
+    /// - After stop: throws ``LongThreadError/stopped``; a stop before the deadline drops the work
+    ///   (its handle's state becomes ``QueuedWork/State/discarded``).
+    /// - Parameters:
+    ///   - deadline: When the work becomes due.
+    ///   - modes: The run-loop modes the work may run in.
+    ///   - label: Names the work (kept on the handle).
+    ///   - work: The work.
+    /// - Returns: the handle, to take the work back; keeping it is optional.
+    /// - Throws: ``LongThreadError/stopped``, ``LongThreadError/noModes``,
+    ///   ``LongThreadError/tooManyModes(limit:)``.
+    /// - Callable from: any thread, task or actor, including this thread.
+    @discardableResult
+    public func perform(
+        at deadline: ContinuousClock.Instant,
+        modes: [RunLoop.Mode] = [.default],
+        label: String? = nil,
+        _ work: @escaping @Sendable () -> Void
+    ) throws(LongThreadError) -> QueuedWork {
+        let item = QueuedWork(work, label: label, group: nil, waitable: false)
+        try core.enqueue(item, at: deadline, modes: modes)
+        return item
+    }
+
+    /// Runs `work` on this thread at `deadline` and returns its value.
+    ///
+    /// - Order: as ``perform(at:modes:label:_:)``.
+    /// - Cancellation: cancelling the awaiting task before the work started skips it and throws
+    ///   `CancellationError` at once.
+    /// - After stop: throws ``LongThreadError/stopped``; a stop before the deadline throws
+    ///   ``LongThreadError/discarded``.
+    /// - Parameters:
+    ///   - deadline: When the work becomes due.
+    ///   - modes: The run-loop modes the work may run in.
+    ///   - work: The work.
+    /// - Throws: what `work` throws, `CancellationError`, or a ``LongThreadError``.
+    /// - Callable from: any task or actor.
+    public func run<T: Sendable>(
+        at deadline: ContinuousClock.Instant,
+        modes: [RunLoop.Mode] = [.default],
+        _ work: @escaping @Sendable () throws -> T
+    ) async throws -> T {
+        try await AsyncWork(work).value { (request) throws(LongThreadError) in
+            try core.enqueue(request, at: deadline, modes: modes)
+        }
+    }
+
+    /// Queues `work` and waits at most `timeout` for it to run, like Android's
+    /// `runWithScissors(r, timeout)`.
+    ///
+    /// - When the time passes: if `work` had not started it is taken back and never runs; if it
+    ///   had, it completes on the thread and the caller is not told when. Either way the caller
+    ///   gets ``LongThreadError/timedOut``.
+    /// - With `waitUntilDone: false`: queues `work` and returns at once, as
+    ///   ``perform(waitUntilDone:modes:label:_:)``; `timeout` has no effect.
+    /// - Called on this thread: with `waitUntilDone`, runs `work` inline at once (no timeout).
+    /// - Queue limit: as ``perform(waitUntilDone:modes:label:_:)``; time spent blocked for room
+    ///   under ``QueueLimit/WhenFull/block`` does not count toward `timeout`.
+    /// - Parameters:
+    ///   - waitUntilDone: Whether to wait for `work`.
+    ///   - timeout: How long to wait for `work` to be done.
+    ///   - modes: The run-loop modes the work may run in.
+    ///   - label: Names the work in stall reports.
+    ///   - group: A group that can take the work back before it starts
+    ///     (``WorkGroup/cancelAll()``); the waiting caller then gets ``LongThreadError/cancelled``.
+    ///   - work: The work.
+    /// - Throws: ``LongThreadError/timedOut``, ``LongThreadError/cancelled``,
+    ///   ``LongThreadError/stopped``, ``LongThreadError/discarded``, ``LongThreadError/queueFull``,
+    ///   ``LongThreadError/noModes``.
+    /// - Callable from: any thread. Blocks up to `timeout`.
+    public func perform(
+        waitUntilDone: Bool,
+        timeout: Duration,
+        modes: [RunLoop.Mode] = [.default],
+        label: String? = nil,
+        group: WorkGroup? = nil,
+        _ work: @escaping @Sendable () -> Void
+    ) throws(LongThreadError) {
+        guard waitUntilDone, !isCurrent else {
+            if waitUntilDone {
+                try perform(waitUntilDone: true, modes: modes, label: label, work)
+            } else {
+                try submit(modes: modes, label: label, group: group, work)
+            }
+            return
+        }
+        let item = QueuedWork(work, label: label, group: group, waitable: true)
+        try item.post(on: core, modes: modes)
+        try item.waitForOutcome(timeout: timeout)
+    }
+
+    /// Runs `work` on this thread and returns its value, waiting at most `timeout`.
+    ///
+    /// - When the time passes: if `work` had not started it is taken back and never runs; if it
+    ///   had, it completes on the thread and its result is dropped. Either way the caller gets
+    ///   ``LongThreadError/timedOut``. So `work` is escaping and `Sendable`, unlike
+    ///   ``sync(modes:label:_:)``'s: it may outlive the call.
+    /// - Called on this thread: runs `work` inline at once (no timeout).
+    /// - Queue limit: as ``sync(modes:label:_:)``.
+    /// - Parameters:
+    ///   - timeout: How long to wait for the value.
+    ///   - modes: The run-loop modes the work may run in.
+    ///   - label: Names the work in stall reports.
+    ///   - group: A group that can take the work back before it starts
+    ///     (``WorkGroup/cancelAll()``); the waiting caller then gets ``LongThreadError/cancelled``.
+    ///   - work: The work.
+    /// - Throws: what `work` throws, ``LongThreadError/timedOut``, ``LongThreadError/cancelled``,
+    ///   or another ``LongThreadError``.
+    /// - Callable from: any thread. Blocks up to `timeout`.
+    public func sync<T: Sendable>(
+        timeout: Duration,
+        modes: [RunLoop.Mode] = [.default],
+        label: String? = nil,
+        group: WorkGroup? = nil,
+        _ work: @escaping @Sendable () throws -> T
+    ) throws -> T {
+        if isCurrent { return try work() }
+        let box = ResultBox<T>()
+        let item = QueuedWork({ box.result = Result { try work() } }, label: label, group: group, waitable: true)
+        try item.post(on: core, modes: modes)
+        try item.waitForOutcome(timeout: timeout)
+        return try box.result!.get()
+    }
+}
+
+/// The value of a `sync(timeout:)`: written on the thread before the work ends, read by the caller
+/// after (the item's lock orders the two).
+private final class ResultBox<T>: @unchecked Sendable {
+    var result: Result<T, any Error>?
+}
