@@ -123,4 +123,133 @@ struct DescriptorSourceTests {
         defer { close(fd) }
         #expect(throws: LongThreadError.stopped) { try thread.watch(fd, for: .readable) { _ in } }
     }
+
+    @Test("a dropped handle keeps its handler working until the thread stops (issue 11, item 6)")
+    func droppedHandleKeepsWorking() throws {
+        let thread = try LongThread(name: "lt-dropped")
+        let fd = CLongThreadsShims_eventfd(0)
+        defer { close(fd) }
+        let calls = Counter()
+        weak var weakTracked: Tracked?
+        do {
+            let tracked = Tracked()
+            weakTracked = tracked
+            _ = try thread.watch(fd, for: .readable) { _ in
+                _ = tracked.id
+                var value: UInt64 = 0
+                if read(fd, &value, 8) == 8 { calls.increment() }
+            }
+        }
+        for expected in 1...3 {
+            var one: UInt64 = 1
+            #expect(write(fd, &one, 8) == 8)
+            #expect(waitUntil { calls.value == expected })
+        }
+        #expect(weakTracked != nil)
+        // The stop ends it and releases the handler.
+        thread.stop()
+        #expect(weakTracked == nil)
+        #expect(calls.value == 3)
+    }
+
+    @Test("watching a descriptor the thread already watches is refused with EEXIST, in any modes")
+    func watchingTwiceIsRefused() throws {
+        let thread = try LongThread(name: "lt-twice")
+        defer { thread.stop() }
+        let fd = CLongThreadsShims_eventfd(0)
+        defer { close(fd) }
+        let first = try thread.watch(fd, for: .readable) { _ in }
+        #expect(throws: DescriptorSource.Error.invalidDescriptor(errno: EEXIST)) {
+            try thread.watch(fd, for: .readable) { _ in }
+        }
+        #expect(throws: DescriptorSource.Error.invalidDescriptor(errno: EEXIST)) {
+            try thread.watch(fd, for: .writable, modes: [RunLoop.Mode("lt-other")]) { _ in }
+        }
+        // Once cancelled, the descriptor may be watched again, and the new watch works.
+        first.cancel()
+        let called = Latch()
+        let second = try thread.watch(fd, for: .readable) { _ in
+            var value: UInt64 = 0
+            if read(fd, &value, 8) == 8 { called.countDown() }
+        }
+        defer { second.cancel() }
+        var one: UInt64 = 1
+        #expect(write(fd, &one, 8) == 8)
+        #expect(called.wait())
+    }
+
+    @Test("watches in one thread's modes share one epoll: 1 descriptor per socket plus a constant")
+    func watchesShareOneEpoll() async {
+        await #expect(processExitsWith: .success) {
+            let thread = try! LongThread(name: "lt-many")
+            let count = 200
+            let baseline = ProcessCensus.descriptorCount
+            var pairs: [(Int32, Int32)] = []
+            var sources: [DescriptorSource] = []
+            let calls = Counter()
+            for _ in 0..<count {
+                var fds: [Int32] = [0, 0]
+                precondition(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0)
+                pairs.append((fds[0], fds[1]))
+                let reader = fds[0]
+                sources.append(try! thread.watch(reader, for: .readable) { _ in
+                    var byte: UInt8 = 0
+                    if read(reader, &byte, 1) == 1 { calls.increment() }
+                })
+            }
+            // 2 per socket pair, plus the one shared epoll (before: one epoll per watch).
+            let used = ProcessCensus.descriptorCount - baseline
+            if used != 2 * count + 1 {
+                FileHandle.standardError.write("\(used) descriptors for \(count) socket pairs\n".data(using: .utf8)!)
+                exit(1)
+            }
+            // Every socket still reaches its handler.
+            for (_, writer) in pairs {
+                var byte: UInt8 = 7
+                precondition(write(writer, &byte, 1) == 1)
+            }
+            if !waitUntil({ calls.value == count }) { exit(2) }
+            for source in sources { source.cancel() }
+            thread.stop()
+        }
+    }
+
+    @Test("out of descriptors, watch throws cannotCreate(EMFILE) and the thread keeps working")
+    func outOfDescriptors() async {
+        await #expect(processExitsWith: .success) {
+            let thread = try! LongThread(name: "lt-emfile")
+            let fd = CLongThreadsShims_eventfd(0)
+            var limit = rlimit()
+            getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+            limit.rlim_cur = rlim_t(ProcessCensus.descriptorCount + 16)
+            precondition(setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0)
+            var hog: [Int32] = []
+            while true {
+                let extra = dup(0)
+                if extra < 0 { break }
+                hog.append(extra)
+            }
+            do {
+                _ = try thread.watch(fd, for: .readable) { _ in }
+                exit(1)
+            } catch let error as DescriptorSource.Error {
+                if error != .cannotCreate(errno: EMFILE) { exit(2) }
+            } catch {
+                exit(3)
+            }
+            for extra in hog { close(extra) }
+            // With descriptors free again, the thread and a watch work.
+            let called = Latch()
+            let source = try! thread.watch(fd, for: .readable) { _ in
+                var value: UInt64 = 0
+                if read(fd, &value, 8) == 8 { called.countDown() }
+            }
+            var one: UInt64 = 1
+            precondition(write(fd, &one, 8) == 8)
+            if !called.wait() { exit(4) }
+            source.cancel()
+            if (try? thread.sync { 42 }) != 42 { exit(5) }
+            thread.stop()
+        }
+    }
 }

@@ -29,6 +29,8 @@ final class RunLoopEngine: @unchecked Sendable {
     private let workSource: CFRunLoopSource
     private let keepAlive: CFRunLoopSource
     private let observer: CFRunLoopObserver
+    /// The thread's descriptor sources and the epoll instances they share (`DescriptorSource`).
+    let descriptorWatches = DescriptorWatches()
     /// What the sources' and the observer's info pointers point at (unretained: the engine keeps it
     /// alive, and `tearDown` invalidates them before the engine goes).
     private let callouts: Callouts
@@ -95,8 +97,10 @@ final class RunLoopEngine: @unchecked Sendable {
         return name
     }
 
-    /// Takes the sources and the observer out of every mode, on the loop thread, before it exits.
+    /// Takes the sources (descriptor sources' epoll instances too) and the observer out of every
+    /// mode, on the loop thread, before it exits.
     func tearDown() {
+        descriptorWatches.tearDown()
         CFRunLoopObserverInvalidate(observer)
         CFRunLoopSourceInvalidate(workSource)
         CFRunLoopSourceInvalidate(keepAlive)
