@@ -126,8 +126,8 @@ bool CLongThreadsShims_eventWait(CLongThreadsShims_Event *event, int64_t timeout
 // a CPU; sleeping hands the CPU over at once and the futex wake brings us back. Never
 // sched_yield: on a busy CPU it gives a CPU-bound neighbour a whole slice (a 4 ms tick measured).
 //
-// Checked per calling thread, from cached samples (each costs a pread of /proc/loadavg, about
-// 2 µs, so at most one per LOAD_SAMPLE_NANOSECONDS):
+// Checked per calling thread, from cached samples (each costs reading /proc/loadavg, a few
+// microseconds, so at most one per LOAD_SAMPLE_NANOSECONDS):
 // - the CPUs the caller may run on (sched_getaffinity; one CPU: never spin, as the thread we wait
 //   for can only run when we stop);
 // - the system's runnable threads (/proc/loadavg's fourth field, which counts the reader and a
@@ -144,25 +144,16 @@ static __thread int64_t averageWait = SPIN_MAX_NANOSECONDS / 2;
 static __thread int64_t loadSampledAt = INT64_MIN / 2;
 static __thread int usableCPUs;
 static __thread bool spareCPU;
-static int loadavgDescriptor = -2; // -2: not opened yet; -1: unavailable
 
 /// Runnable threads system-wide, from /proc/loadavg ("0.10 0.20 0.30 2/345 6789"), or -1.
+/// Opened and closed each time: a descriptor held for the process's life would show in every
+/// descriptor census (and one sample every few milliseconds makes the open cheap enough).
 static int runnableThreads(void) {
-    int fd = __atomic_load_n(&loadavgDescriptor, __ATOMIC_ACQUIRE);
-    if (fd == -2) {
-        int opened = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
-        int expected = -2;
-        if (!__atomic_compare_exchange_n(&loadavgDescriptor, &expected, opened, false,
-                                         __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-            if (opened >= 0) close(opened); // another thread opened it first
-            fd = expected;
-        } else {
-            fd = opened;
-        }
-    }
+    int fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
     if (fd < 0) return -1;
     char text[128];
-    ssize_t length = pread(fd, text, sizeof text - 1, 0);
+    ssize_t length = read(fd, text, sizeof text - 1);
+    close(fd);
     if (length <= 0) return -1;
     text[length] = 0;
     // Skip three fields to the "running/total" one.
