@@ -132,17 +132,21 @@ bool CLongThreadsShims_eventWait(CLongThreadsShims_Event *event, int64_t timeout
 //   for can only run when we stop);
 // - the system's runnable threads (/proc/loadavg's fourth field, which counts the reader and a
 //   woken loop thread): spin only while they do not outnumber those CPUs.
-// The spin is bounded by what a round trip costs: twice the recent wait (a moving average), at
-// most SPIN_MAX_NANOSECONDS, and not at all while recent waits were long (a reply that takes
-// 100 µs of work is not worth spinning for: the futex's cost is small beside it).
+// The spin is bounded by what a round trip costs: three times the recent reply time of spins that
+// won (a moving average, so a reply a little slower than usual is still caught), at least
+// SPIN_MIN and at most SPIN_MAX_NANOSECONDS. And it stops while it keeps losing (a reply behind
+// 100 µs of work is not worth spinning for; the futex's cost is small beside it): when fewer than
+// a quarter of recent spins won, only every PROBE_INTERVAL-th wait spins, to notice a change.
 #define SPIN_MAX_NANOSECONDS 15000
-#define SPIN_MIN_NANOSECONDS 2000
+#define SPIN_MIN_NANOSECONDS 4000
 #define LOAD_SAMPLE_NANOSECONDS 2000000
-#define LONG_WAIT_NANOSECONDS 60000
+#define WIN_SCALE 256
+#define PROBE_INTERVAL 16
 
-static __thread int64_t averageWait = SPIN_MAX_NANOSECONDS / 2;
+static __thread int64_t averageReply = SPIN_MIN_NANOSECONDS;
+static __thread int spinWins = WIN_SCALE; // moving average of won spins, out of WIN_SCALE
+static __thread unsigned waitsSinceProbe;
 static __thread int64_t loadSampledAt = INT64_MIN / 2;
-static __thread int usableCPUs;
 static __thread bool spareCPU;
 
 /// Runnable threads system-wide, from /proc/loadavg ("0.10 0.20 0.30 2/345 6789"), or -1.
@@ -168,7 +172,7 @@ static int runnableThreads(void) {
 
 static void sampleLoad(int64_t now) {
     cpu_set_t set;
-    usableCPUs = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+    int usableCPUs = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
     int runnable = runnableThreads();
     spareCPU = usableCPUs > 1 && runnable >= 0 && runnable <= usableCPUs;
     loadSampledAt = now;
@@ -177,14 +181,16 @@ static void sampleLoad(int64_t now) {
 /// How long this caller should spin now: 0 when spinning cannot help.
 static int64_t spinBudget(int64_t now) {
     if (now - loadSampledAt >= LOAD_SAMPLE_NANOSECONDS) sampleLoad(now);
-    if (!spareCPU || averageWait >= LONG_WAIT_NANOSECONDS) return 0;
-    int64_t budget = 2 * averageWait;
+    if (!spareCPU) return 0;
+    if (spinWins < WIN_SCALE / 4 && ++waitsSinceProbe % PROBE_INTERVAL != 0) return 0;
+    int64_t budget = 3 * averageReply;
     if (budget < SPIN_MIN_NANOSECONDS) budget = SPIN_MIN_NANOSECONDS;
     return budget > SPIN_MAX_NANOSECONDS ? SPIN_MAX_NANOSECONDS : budget;
 }
 
-static void recordWait(int64_t waited) {
-    averageWait += (waited - averageWait) / 8;
+static void recordSpin(bool won, int64_t replyNanoseconds) {
+    spinWins += ((won ? WIN_SCALE : 0) - spinWins) / 8;
+    if (won) averageReply += (replyNanoseconds - averageReply) / 8;
 }
 
 void CLongThreadsShims_eventWaitForReply(CLongThreadsShims_Event *event) {
@@ -194,19 +200,16 @@ void CLongThreadsShims_eventWaitForReply(CLongThreadsShims_Event *event) {
     if (spinFor > 0) {
         for (unsigned i = 1;; i++) {
             if (__atomic_load_n(&event->state, __ATOMIC_ACQUIRE) == SET) {
-                recordWait(nowNanoseconds() - start);
+                recordSpin(true, nowNanoseconds() - start);
                 return;
             }
             // The clock every 32 pauses: a pause is 10-140 cycles depending on the CPU.
             if (i % 32 == 0 && nowNanoseconds() - start >= spinFor) break;
             cpuRelax();
         }
+        recordSpin(false, 0);
     }
     sleepUntilSet(event, -1);
-    int64_t waited = nowNanoseconds() - start;
-    // A wait that outlived its spin tells the average so (capped, so one long wait does not
-    // switch spinning off for a long stretch of short ones).
-    recordWait(waited > 4 * LONG_WAIT_NANOSECONDS ? 4 * LONG_WAIT_NANOSECONDS : waited);
 }
 
 // MARK: - epoll
