@@ -16,18 +16,21 @@ protocol RunLoopEngineDelegate: AnyObject {
 /// could be replaced if a toolchain ever stopped shipping the module.
 ///
 /// Made on the loop thread. It holds:
-/// - one version-0 source that carries all queued work: producers signal it and wake the loop. It
-///   also keeps every mode it is in alive (CF runs a mode while it has any source; no separate
-///   keep-alive source is needed: a version-1 source with port -1 cost about 10,000 instructions
-///   per thread's life to add and invalidate, callgrind);
+/// - a version-1 source with port -1, which keeps every mode it is in alive and costs no file
+///   descriptor (a `SocketPort` would open a TCP listener). Not redundant with the work source,
+///   which would keep the mode alive too: without it CF's timers fired late under load (measured:
+///   `TimerTests` "skips fire times" failed 2 runs of 3 at load average 25, passed 4 of 4 with it),
+///   though it costs about 10,000 instructions per thread's life (callgrind);
+/// - one version-0 source that carries all queued work: producers signal it and wake the loop;
 /// - one observer for entry, exit and (when an owner is watched) after-waiting.
-/// Both are in the default mode and in each custom mode work is posted in (`add(modeNamed:)`),
+/// All three are in the default mode and in each custom mode work is posted in (`add(modeNamed:)`),
 /// not in CF's common modes: every mode work can run in is registered with the thread, so the
 /// common-mode bookkeeping only cost CF instructions (about 16,000 per thread's life, callgrind).
 final class RunLoopEngine: @unchecked Sendable {
     // MARK: Immutable (CF's signal, wake-up and add calls are thread-safe)
     let runLoop: CFRunLoop
     private let workSource: CFRunLoopSource
+    private let keepAlive: CFRunLoopSource
     private let observer: CFRunLoopObserver
     /// The thread's descriptor sources and the epoll instances they share (`DescriptorSource`).
     let descriptorWatches = DescriptorWatches()
@@ -48,6 +51,7 @@ final class RunLoopEngine: @unchecked Sendable {
         let info = Unmanaged.passUnretained(callouts).toOpaque()
         runLoop = CFRunLoopGetCurrent()
         workSource = Self.makeWorkSource(info: info)
+        keepAlive = Self.makeKeepAlive()
         let activities = CFRunLoopActivity.entry.rawValue | CFRunLoopActivity.exit.rawValue
             | CFRunLoopActivity.afterWaiting.rawValue
         observer = Self.makeObserver(activities: activities, info: info)
@@ -65,7 +69,7 @@ final class RunLoopEngine: @unchecked Sendable {
     @inline(__always)
     func wake() { CFRunLoopWakeUp(runLoop) }
 
-    /// Puts the work source and the observer in the custom mode `name`. Call it only while the loop
+    /// Puts the sources and the observer in the custom mode `name`. Call it only while the loop
     /// thread lives: a source added to the loop of an exited thread forms a retain cycle and leaks.
     func add(modeNamed name: String) {
         add(toMode: Self.cfString(name))
@@ -96,12 +100,13 @@ final class RunLoopEngine: @unchecked Sendable {
         return name
     }
 
-    /// Takes the work source, the descriptor sources' epoll instances and the observer out of
-    /// every mode, on the loop thread, before it exits.
+    /// Takes the sources (descriptor sources' epoll instances too) and the observer out of every
+    /// mode, on the loop thread, before it exits.
     func tearDown() {
         descriptorWatches.tearDown()
         CFRunLoopObserverInvalidate(observer)
         CFRunLoopSourceInvalidate(workSource)
+        CFRunLoopSourceInvalidate(keepAlive)
     }
 
     // MARK: - Callouts
@@ -129,8 +134,18 @@ final class RunLoopEngine: @unchecked Sendable {
     // MARK: - Construction
 
     private func add(toMode mode: CFString?) {
+        CFRunLoopAddSource(runLoop, keepAlive, mode)
         CFRunLoopAddSource(runLoop, workSource, mode)
         CFRunLoopAddObserver(runLoop, observer, mode)
+    }
+
+    private static func makeKeepAlive() -> CFRunLoopSource {
+        var context = CFRunLoopSourceContext1()
+        context.version = 1
+        context.getPort = { _ in -1 }  // CFPORT_NULL: in the mode's port set, never polled
+        return withUnsafeMutablePointer(to: &context) {
+            $0.withMemoryRebound(to: CFRunLoopSourceContext.self, capacity: 1) { CFRunLoopSourceCreate(nil, 0, $0)! }
+        }
     }
 
     private static func makeWorkSource(info: UnsafeMutableRawPointer) -> CFRunLoopSource {
