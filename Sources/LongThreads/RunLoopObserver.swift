@@ -42,6 +42,8 @@ public struct RunLoopActivity: OptionSet, Sendable, Hashable, CustomStringConver
 /// - Runs on: the thread, at each matching activity, in the observer's modes; observers of one
 ///   activity run in ascending `order`.
 /// - Ends: by ``cancel()`` (any thread), or when the thread stops. Cancelling releases the callback.
+/// - Lifetime: the thread keeps the observer; dropping the handle does not end it (the same rule
+///   as for ``LongThreadTimer`` and ``DescriptorSource``).
 public final class RunLoopObserver: Sendable {
     let callback: AttachedCallback<RunLoopActivity>
 
