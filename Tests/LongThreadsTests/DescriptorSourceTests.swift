@@ -252,4 +252,56 @@ struct DescriptorSourceTests {
             thread.stop()
         }
     }
+
+    @Test("cancels from another thread race the shared epoll's dispatch: no call after cancel and a sync, numbers reused")
+    func cancelRacesDispatch() throws {
+        let thread = try LongThread(name: "lt-cancel-race")
+        defer { thread.stop() }
+        final class Watched: @unchecked Sendable {
+            let fd = CLongThreadsShims_eventfd(0)
+            let calls = Counter()
+            var source: DescriptorSource?
+        }
+        func watch(_ watched: Watched) throws {
+            watched.source = try thread.watch(watched.fd, for: .readable) { _ in
+                var value: UInt64 = 0
+                if read(watched.fd, &value, 8) == 8 { watched.calls.increment() }
+            }
+        }
+        var live = try (0..<32).map { _ in
+            let watched = Watched()
+            try watch(watched)
+            return watched
+        }
+        for round in 0..<200 {
+            // Every descriptor becomes ready; one is cancelled from this thread meanwhile, closed,
+            // and its number (reused by the next eventfd) watched again.
+            for watched in live {
+                var one: UInt64 = 1
+                _ = write(watched.fd, &one, 8)
+            }
+            let victim = live[round % live.count]
+            victim.source?.cancel()
+            try thread.sync {}  // a callout that started before the cancel has ended
+            let callsAtCancel = victim.calls.value
+            var one: UInt64 = 1
+            _ = write(victim.fd, &one, 8)
+            try thread.sync {}
+            #expect(victim.calls.value == callsAtCancel)
+            close(victim.fd)
+            let fresh = Watched()
+            try watch(fresh)
+            live[round % live.count] = fresh
+        }
+        // The fresh watches work.
+        let last = live[0]
+        let before = last.calls.value
+        var one: UInt64 = 1
+        _ = write(last.fd, &one, 8)
+        #expect(waitUntil { last.calls.value > before })
+        for watched in live {
+            watched.source?.cancel()
+            close(watched.fd)
+        }
+    }
 }
