@@ -181,6 +181,9 @@ struct DescriptorSourceTests {
     @Test("watches in one thread's modes share one epoll: 1 descriptor per socket plus a constant")
     func watchesShareOneEpoll() async {
         await #expect(processExitsWith: .success) {
+            // Warm up: the first thread makes Foundation's and CF's process-wide descriptors.
+            try! LongThread(name: "lt-warm").stop()
+            let beforeThread = ProcessCensus.descriptorCount
             let thread = try! LongThread(name: "lt-many")
             let count = 200
             let baseline = ProcessCensus.descriptorCount
@@ -211,6 +214,12 @@ struct DescriptorSourceTests {
             if !waitUntil({ calls.value == count }) { exit(2) }
             for source in sources { source.cancel() }
             thread.stop()
+            // The stop closed the shared epoll (and CF its own): only the socket pairs remain.
+            let left = ProcessCensus.descriptorCount - beforeThread
+            if left != 2 * count {
+                FileHandle.standardError.write("\(left - 2 * count) descriptors outlived the thread\n".data(using: .utf8)!)
+                exit(3)
+            }
         }
     }
 
