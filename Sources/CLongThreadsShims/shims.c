@@ -2,6 +2,9 @@
 #include "CLongThreadsShims.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
 #include <limits.h>
 #include <linux/futex.h>
 #include <sched.h>
@@ -56,23 +59,18 @@ int CLongThreadsShims_setAttrRealtime(pthread_attr_t *attr, int policy, int prio
 
 enum { UNSET = 0, SET = 1, SLEEPERS = 2 };
 
-// Spin before sleeping, for at most SPIN_NANOSECONDS: a round trip to a LongThread usually
-// completes within it, while sleeping on the futex costs a system call on each side plus a
-// scheduler wake-up (tens of microseconds across CPUs on a VM). Measured on a 2-vCPU VM, sync
-// round trip p50: 16 µs with a 1 µs spin, 4-7 µs with a 20 µs spin. The first PURE_SPIN_NANOSECONDS
-// only pause; after that the spinner yields the CPU every SPIN_CHECK iterations, so when both
-// threads share one CPU the thread it waits for runs instead of waiting out our time slice
-// (yielding from the start cost ~2x on the unpinned round trip).
-#define SPIN_NANOSECONDS 20000
-#define PURE_SPIN_NANOSECONDS 5000
-#define SPIN_CHECK 64
-
 static inline void cpuRelax(void) {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
 #elif defined(__aarch64__)
     __asm__ __volatile__("yield");
 #endif
+}
+
+static int64_t nowNanoseconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 void CLongThreadsShims_eventInit(CLongThreadsShims_Event *event) {
@@ -90,47 +88,8 @@ bool CLongThreadsShims_eventIsSet(CLongThreadsShims_Event *event) {
     return __atomic_load_n(&event->state, __ATOMIC_ACQUIRE) == SET;
 }
 
-// Whether the calling thread may run on one CPU only (pinned): then spinning only keeps the thread
-// we wait for off the CPU. Cached per thread, rechecked every 64 slow-path waits (affinity can
-// change, rarely).
-static __thread int singleCPU = -1;
-static __thread unsigned waitsSinceAffinityCheck;
-
-static bool callerIsPinnedToOneCPU(void) {
-    if (singleCPU < 0 || ++waitsSinceAffinityCheck >= 64) {
-        cpu_set_t set;
-        singleCPU = sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) == 1;
-        waitsSinceAffinityCheck = 0;
-    }
-    return singleCPU;
-}
-
-static int64_t nowNanoseconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-bool CLongThreadsShims_eventWait(CLongThreadsShims_Event *event, int64_t timeoutNanoseconds) {
-    if (__atomic_load_n(&event->state, __ATOMIC_ACQUIRE) == SET) return true;
-    int64_t start = nowNanoseconds();
-    int64_t spinFor = timeoutNanoseconds >= 0 && timeoutNanoseconds < SPIN_NANOSECONDS ? timeoutNanoseconds : SPIN_NANOSECONDS;
-    // Pinned to one CPU: sleep at once. The signal's futex wake then lets the scheduler switch
-    // straight back to us (wake-up preemption), instead of after the signalling thread finished
-    // its run-loop pass and slept, which is what spinning or yielding here costs (measured:
-    // pinned round trip p50 14.8 µs yielding, against 5-7 µs for semaphore-based peers).
-    if (callerIsPinnedToOneCPU()) spinFor = 0;
-    for (unsigned i = 1; spinFor > 0; i++) {
-        if (__atomic_load_n(&event->state, __ATOMIC_ACQUIRE) == SET) return true;
-        if (i % SPIN_CHECK == 0) {
-            int64_t spun = nowNanoseconds() - start;
-            if (spun >= spinFor) break;
-            if (spun >= PURE_SPIN_NANOSECONDS) sched_yield();
-        } else {
-            cpuRelax();
-        }
-    }
-    int64_t deadline = timeoutNanoseconds < 0 ? -1 : start + timeoutNanoseconds;
+/// Sleeps on the futex until the event is set or `deadline` (monotonic ns, negative: none) passed.
+static bool sleepUntilSet(CLongThreadsShims_Event *event, int64_t deadline) {
     for (;;) {
         uint32_t expected = UNSET;
         // Announce a sleeper; if it was already SLEEPERS, keep it; if SET, we are done.
@@ -149,6 +108,108 @@ bool CLongThreadsShims_eventWait(CLongThreadsShims_Event *event, int64_t timeout
         syscall(SYS_futex, &event->state, FUTEX_WAIT_PRIVATE, SLEEPERS, tsp, NULL, 0);
         if (__atomic_load_n(&event->state, __ATOMIC_ACQUIRE) == SET) return true;
     }
+}
+
+bool CLongThreadsShims_eventWait(CLongThreadsShims_Event *event, int64_t timeoutNanoseconds) {
+    if (__atomic_load_n(&event->state, __ATOMIC_ACQUIRE) == SET) return true;
+    return sleepUntilSet(event, timeoutNanoseconds < 0 ? -1 : nowNanoseconds() + timeoutNanoseconds);
+}
+
+// MARK: Adaptive spin
+//
+// A reply from a LongThread that is awake arrives within a few microseconds; sleeping on the
+// futex instead costs a system call on each side plus a scheduler wake-up of the caller (tens of
+// microseconds across CPUs on a VM). So a caller expecting a reply spins first, but only while
+// spinning can win, like the kernel's adaptive mutexes, which spin only while the owner is on a
+// CPU. The signal here: whether every runnable thread has a CPU. With no spare CPU the thread we
+// wait for is runnable but queued behind others, and a spinner only keeps it (or a neighbour) off
+// a CPU; sleeping hands the CPU over at once and the futex wake brings us back. Never
+// sched_yield: on a busy CPU it gives a CPU-bound neighbour a whole slice (a 4 ms tick measured).
+//
+// Checked per calling thread, from cached samples (each costs reading /proc/loadavg, a few
+// microseconds, so at most one per LOAD_SAMPLE_NANOSECONDS):
+// - the CPUs the caller may run on (sched_getaffinity; one CPU: never spin, as the thread we wait
+//   for can only run when we stop);
+// - the system's runnable threads (/proc/loadavg's fourth field, which counts the reader and a
+//   woken loop thread): spin only while they do not outnumber those CPUs.
+// The spin is bounded by what a round trip costs: three times the recent reply time of spins that
+// won (a moving average, so a reply a little slower than usual is still caught), at least
+// SPIN_MIN and at most SPIN_MAX_NANOSECONDS. And it stops while it keeps losing (a reply behind
+// 100 µs of work is not worth spinning for; the futex's cost is small beside it): when fewer than
+// a quarter of recent spins won, only every PROBE_INTERVAL-th wait spins, to notice a change.
+#define SPIN_MAX_NANOSECONDS 15000
+#define SPIN_MIN_NANOSECONDS 4000
+#define LOAD_SAMPLE_NANOSECONDS 2000000
+#define WIN_SCALE 256
+#define PROBE_INTERVAL 16
+
+static __thread int64_t averageReply = SPIN_MIN_NANOSECONDS;
+static __thread int spinWins = WIN_SCALE; // moving average of won spins, out of WIN_SCALE
+static __thread unsigned waitsSinceProbe;
+static __thread int64_t loadSampledAt = INT64_MIN / 2;
+static __thread bool spareCPU;
+
+/// Runnable threads system-wide, from /proc/loadavg ("0.10 0.20 0.30 2/345 6789"), or -1.
+/// Opened and closed each time: a descriptor held for the process's life would show in every
+/// descriptor census (and one sample every few milliseconds makes the open cheap enough).
+static int runnableThreads(void) {
+    int fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    char text[128];
+    ssize_t length = read(fd, text, sizeof text - 1);
+    close(fd);
+    if (length <= 0) return -1;
+    text[length] = 0;
+    // Skip three fields to the "running/total" one.
+    char *cursor = text;
+    for (int field = 0; field < 3; field++) {
+        cursor = strchr(cursor, ' ');
+        if (cursor == NULL) return -1;
+        cursor++;
+    }
+    return atoi(cursor);
+}
+
+static void sampleLoad(int64_t now) {
+    cpu_set_t set;
+    int usableCPUs = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+    int runnable = runnableThreads();
+    spareCPU = usableCPUs > 1 && runnable >= 0 && runnable <= usableCPUs;
+    loadSampledAt = now;
+}
+
+/// How long this caller should spin now: 0 when spinning cannot help.
+static int64_t spinBudget(int64_t now) {
+    if (now - loadSampledAt >= LOAD_SAMPLE_NANOSECONDS) sampleLoad(now);
+    if (!spareCPU) return 0;
+    if (spinWins < WIN_SCALE / 4 && ++waitsSinceProbe % PROBE_INTERVAL != 0) return 0;
+    int64_t budget = 3 * averageReply;
+    if (budget < SPIN_MIN_NANOSECONDS) budget = SPIN_MIN_NANOSECONDS;
+    return budget > SPIN_MAX_NANOSECONDS ? SPIN_MAX_NANOSECONDS : budget;
+}
+
+static void recordSpin(bool won, int64_t replyNanoseconds) {
+    spinWins += ((won ? WIN_SCALE : 0) - spinWins) / 8;
+    if (won) averageReply += (replyNanoseconds - averageReply) / 8;
+}
+
+void CLongThreadsShims_eventWaitForReply(CLongThreadsShims_Event *event) {
+    if (__atomic_load_n(&event->state, __ATOMIC_ACQUIRE) == SET) return;
+    int64_t start = nowNanoseconds();
+    int64_t spinFor = spinBudget(start);
+    if (spinFor > 0) {
+        for (unsigned i = 1;; i++) {
+            if (__atomic_load_n(&event->state, __ATOMIC_ACQUIRE) == SET) {
+                recordSpin(true, nowNanoseconds() - start);
+                return;
+            }
+            // The clock every 32 pauses: a pause is 10-140 cycles depending on the CPU.
+            if (i % 32 == 0 && nowNanoseconds() - start >= spinFor) break;
+            cpuRelax();
+        }
+        recordSpin(false, 0);
+    }
+    sleepUntilSet(event, -1);
 }
 
 // MARK: - epoll
@@ -179,15 +240,34 @@ void CLongThreadsShims_epollRearm(int epfd, int fd, unsigned int events) {
     (void)epoll_ctl(epfd, EPOLL_CTL_MOD, fd, &event);
 }
 
-unsigned int CLongThreadsShims_epollPoll(int epfd) {
-    struct epoll_event event;
-    if (epoll_wait(epfd, &event, 1, 0) != 1) return 0;
-    unsigned int result = 0;
-    if (event.events & (EPOLLIN | EPOLLRDHUP)) result |= 1;
-    if (event.events & EPOLLOUT) result |= 2;
-    if (event.events & EPOLLHUP) result |= 4;
-    if (event.events & EPOLLERR) result |= 8;
+void CLongThreadsShims_epollRemove(int epfd, int fd) {
+    (void)epoll_ctl(epfd, EPOLL_CTL_DEL, fd, NULL);
+}
+
+static uint32_t eventBits(uint32_t events) {
+    uint32_t result = 0;
+    if (events & (EPOLLIN | EPOLLRDHUP)) result |= 1;
+    if (events & EPOLLOUT) result |= 2;
+    if (events & EPOLLHUP) result |= 4;
+    if (events & EPOLLERR) result |= 8;
     return result;
+}
+
+int CLongThreadsShims_epollCollect(int epfd, int32_t *descriptors, uint32_t *events, int capacity) {
+    struct epoll_event ready[64];
+    int count = 0;
+    while (count < capacity) {
+        int asked = capacity - count < 64 ? capacity - count : 64;
+        int got = epoll_wait(epfd, ready, asked, 0);
+        if (got <= 0) break;
+        for (int i = 0; i < got; i++) {
+            descriptors[count] = ready[i].data.fd;
+            events[count] = eventBits(ready[i].events);
+            count++;
+        }
+        if (got < asked) break;
+    }
+    return count;
 }
 
 // MARK: - Doorbell

@@ -12,6 +12,8 @@ import Foundation
 /// - Ends: by ``cancel()`` (any thread), after a one-shot timer fired, or when its thread begins
 ///   stopping; in every case its closure is released, and a caller awaiting
 ///   ``LongThread/run(after:modes:_:)`` is told ``LongThreadError/discarded``.
+/// - Lifetime: the thread keeps the timer; dropping the handle does not end it (the same rule as
+///   for ``RunLoopObserver`` and ``DescriptorSource``).
 public final class LongThreadTimer: @unchecked Sendable {
     enum Work {
         case once(WorkItem)

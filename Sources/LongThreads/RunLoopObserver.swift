@@ -42,6 +42,8 @@ public struct RunLoopActivity: OptionSet, Sendable, Hashable, CustomStringConver
 /// - Runs on: the thread, at each matching activity, in the observer's modes; observers of one
 ///   activity run in ascending `order`.
 /// - Ends: by ``cancel()`` (any thread), or when the thread stops. Cancelling releases the callback.
+/// - Lifetime: the thread keeps the observer; dropping the handle does not end it (the same rule
+///   as for ``LongThreadTimer`` and ``DescriptorSource``).
 public final class RunLoopObserver: Sendable {
     let callback: AttachedCallback<RunLoopActivity>
 
@@ -61,9 +63,11 @@ extension LongThread {
     /// Calls `callback` on this thread at each of `activities` of its run loop, in `modes`.
     ///
     /// - Parameters:
+    ///   - activities: The activities to be called at.
     ///   - order: Observers of one activity run in ascending order (the thread's own bookkeeping
     ///     runs first).
     ///   - modes: `.common` (the default) observes every common mode.
+    ///   - callback: Called on this thread with the activity that happened.
     /// - Returns: the observer, to cancel it.
     /// - Throws: ``LongThreadError/stopped`` once a stop has begun.
     /// - Callable from: any thread.

@@ -27,6 +27,19 @@ struct ObserverTests {
         #expect(pass.last == "beforeWaiting")
     }
 
+    @Test("a dropped observer handle keeps observing until the thread stops, as timers and descriptor sources do")
+    func droppedHandleKeepsObserving() throws {
+        let thread = try LongThread(name: "lt-observe-dropped")
+        let passes = Counter()
+        _ = try thread.addObserver(for: .beforeSources) { _ in passes.increment() }
+        for _ in 0..<3 {
+            let before = passes.value
+            try thread.perform {}
+            #expect(waitUntil { passes.value > before })
+        }
+        thread.stop()
+    }
+
     @Test("observers of one activity run in ascending order; cancel stops and releases one")
     func orderAndCancel() throws {
         let thread = try LongThread(name: "lt-observe-order")

@@ -8,6 +8,8 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -32,6 +34,22 @@ void bench_store_release(uint32_t *word, uint32_t value) {
 // MARK: threads
 
 pid_t bench_gettid(void) { return (pid_t)syscall(SYS_gettid); }
+
+int bench_eventfd(void) { return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); }
+
+int bench_epoll_create(void) { return epoll_create1(EPOLL_CLOEXEC); }
+
+int bench_epoll_add_readable(int epfd, int fd) {
+    struct epoll_event event = { .events = EPOLLIN, .data = { .fd = fd } };
+    return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &event);
+}
+
+int bench_epoll_wait(int epfd, int32_t *fds, int capacity, int timeoutMs) {
+    struct epoll_event events[256];
+    int got = epoll_wait(epfd, events, capacity < 256 ? capacity : 256, timeoutMs);
+    for (int i = 0; i < got; i++) fds[i] = events[i].data.fd;
+    return got;
+}
 
 // The mask the process started with, so that unpinning restores it rather than guessing "all CPUs".
 static cpu_set_t initial_mask;

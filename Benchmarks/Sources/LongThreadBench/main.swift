@@ -13,7 +13,7 @@ let contenders: [any Contender.Type] = [
 let arguments = Array(CommandLine.arguments.dropFirst())
 if arguments.contains("--list") {
     print("contenders: " + contenders.map { $0.name }.joined(separator: ", "))
-    print("figures: " + Set(Figures.all(Settings()).map(\.key)).sorted().joined(separator: ", "))
+    print("figures: " + Set(Figures.all(Settings()).map(\.key) + ["scaling"]).sorted().joined(separator: ", "))
     exit(0)
 }
 let settings = Settings.parse(arguments)
@@ -25,7 +25,7 @@ func selected<T>(_ items: [T], _ name: (T) -> String) -> [T] {
     return picked.isEmpty ? items : picked
 }
 for name in settings.only where !contenders.contains(where: { $0.name.lowercased().contains(name) })
-    && !allFigures.contains(where: { $0.key.contains(name) }) {
+    && !allFigures.contains(where: { $0.key.contains(name) }) && !"scaling".contains(name) {
     printToStandardError("longthread-bench: --only \(name) names no contender and no figure (see --list)")
     exit(2)
 }
@@ -33,7 +33,9 @@ var chosenContenders = selected(contenders) { $0.name }
 if !chosenContenders.contains(where: { $0 == LongThreadContender.self }) {
     chosenContenders.insert(LongThreadContender.self, at: 0)
 }
-let chosenFigures = selected(allFigures) { $0.key }
+// `--only scaling` alone runs the scaling tables and no contender figure.
+let onlyScaling = !settings.only.isEmpty && settings.only.allSatisfy { "scaling".contains($0) }
+let chosenFigures = onlyScaling ? [] : selected(allFigures) { $0.key }
 
 // The allocation figure is only as good as the counter: check that a library's malloc (here the
 // Swift runtime's, allocating a string) goes through this executable's counting malloc.
@@ -43,24 +45,46 @@ let probe = ProcFS.read("/proc/self/statm")
 bench_alloc_counting(0)
 precondition(bench_alloc_count() > countedBefore && probe != nil, "the malloc counter is not interposed")
 
-let machine = Machine.description()
+let machine = Machine.description(hogs: settings.hogs)
 machine.forEach { Runner.progress($0) }
+Hogs.start(settings.hogs)
 let results = Runner.run(chosenFigures, chosenContenders, settings)
+// Scaling figures are LongThread's alone: run them unless --only names other figures only.
+let runScaling = settings.only.isEmpty || settings.only.contains { "scaling".contains($0) }
+let scaling = runScaling ? Scaling.run(settings) : []
+let loadAtEnd = Machine.loadAverage()
+Hogs.stop()
 
-print("## longthread-bench\(settings.quick ? " (--quick)" : "")\n")
-print(machine.map { "- \($0)" }.joined(separator: "\n"))
-print("- Repetitions: \(settings.repetitions) per figure, interleaved round-robin, a fresh worker each; "
+var report = ""
+@MainActor func emit(_ line: String) { report += line + "\n" }
+let condition = settings.hogs == 0 ? "idle (no hogs)" : "\(settings.hogs) CPU hogs"
+emit("## longthread-bench, \(condition)\(settings.quick ? " (--quick)" : "")\n")
+emit(machine.map { "- \($0)" }.joined(separator: "\n"))
+emit("- Repetitions: \(settings.repetitions) per figure, interleaved round-robin, a fresh worker each; "
       + "async: \(settings.asyncItems.formatted) no-op closures per run; round trips: "
       + "\(settings.roundTrips.formatted) per repetition (pooled for percentiles); idle period: "
       + "\(settings.idleSeconds) s; \(settings.idleWorkers) idle workers for memory\n")
-print(Report.table(results, chosenContenders))
-print("\nLoad average at the end: \(Machine.loadAverage()) (1, 5, 15 min; 2 cores).")
-print("\nA peer's cell reads `value (r×)`: r is how many times better LongThread is than that peer on "
+if !results.isEmpty { emit(Report.table(results, chosenContenders)) }
+emit("\nLoad average at the end: \(loadAtEnd) (1, 5, 15 min; runnable/total threads).")
+if !results.isEmpty { emit("\nA peer's cell reads `value (r×)`: r is how many times better LongThread is than that peer on "
       + "the row (throughput: LongThread ÷ peer; times, counts and sizes: peer ÷ LongThread); r > 1 "
       + "means LongThread leads. Single values are medians over repetitions; percentiles pool all "
-      + "round trips. n/a: the contender cannot do that (see Benchmarks/README.md).\n")
-let bars = Report.bars(results)
+      + "round trips. n/a: the contender cannot do that (see Benchmarks/README.md).\n") }
+let bars = Report.bars(results, hogs: settings.hogs)
 if !bars.isEmpty {
-    print("### Bars of issue 7\n")
-    print(bars.joined(separator: "\n"))
+    emit("### Bars of issues 7 and 12\n")
+    emit(bars.joined(separator: "\n"))
+}
+if !scaling.isEmpty {
+    emit("\n### Cost as work grows (LongThread alone)\n")
+    emit(Scaling.markdown(scaling))
+}
+print(report, terminator: "")
+if let path = settings.outputPath {
+    guard let file = fopen(path, "w") else {
+        printToStandardError("longthread-bench: cannot write \(path)")
+        exit(1)
+    }
+    fputs(report, file)
+    fclose(file)
 }

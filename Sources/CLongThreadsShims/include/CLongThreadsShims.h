@@ -23,8 +23,8 @@ int CLongThreadsShims_setCurrentThreadBatchOrIdle(int idle);
 /// Fills `attr` for an explicit real-time policy: 1 = SCHED_FIFO, 2 = SCHED_RR; returns 0 or errno.
 int CLongThreadsShims_setAttrRealtime(pthread_attr_t *attr, int policy, int priority);
 
-/// A one-shot event: unset until signalled once, then set for good. Waiters spin briefly, then sleep
-/// on a futex; a signal wakes every waiter. The state is a plain word so Swift can own its memory.
+/// A one-shot event: unset until signalled once, then set for good. Waiters sleep on a futex (a
+/// reply waiter may spin first, while that can help); a signal wakes every waiter. The state is a plain word so Swift can own its memory.
 typedef struct {
     uint32_t state; // 0 unset, 1 set, 2 unset with sleepers
 } CLongThreadsShims_Event;
@@ -32,9 +32,13 @@ typedef struct {
 void CLongThreadsShims_eventInit(CLongThreadsShims_Event *event);
 /// Sets the event and wakes every waiter. Release ordering: writes before it are seen by waiters.
 void CLongThreadsShims_eventSignal(CLongThreadsShims_Event *event);
-/// Waits until the event is set or `timeoutNanoseconds` passed (negative: no limit).
-/// Returns true when set. Acquire ordering.
+/// Sleeps until the event is set or `timeoutNanoseconds` passed (negative: no limit), without
+/// spinning. Returns true when set. Acquire ordering.
 bool CLongThreadsShims_eventWait(CLongThreadsShims_Event *event, int64_t timeoutNanoseconds);
+/// Waits until the event is set, for a reply expected within microseconds: spins first while a
+/// spare CPU lets the signalling thread run meanwhile and recent waits were short, then sleeps.
+/// Acquire ordering.
+void CLongThreadsShims_eventWaitForReply(CLongThreadsShims_Event *event);
 /// True when the event is set (acquire).
 bool CLongThreadsShims_eventIsSet(CLongThreadsShims_Event *event);
 
@@ -46,8 +50,12 @@ int CLongThreadsShims_epollCreate(void);
 int CLongThreadsShims_epollAdd(int epfd, int fd, unsigned int events);
 /// Re-arms a one-shot `fd` in `epfd`: if it is still ready, the kernel reports `epfd` ready again.
 void CLongThreadsShims_epollRearm(int epfd, int fd, unsigned int events);
-/// Polls `epfd` without waiting: 0 when nothing is ready, else 1 readable | 2 writable | 4 hang-up | 8 error.
-unsigned int CLongThreadsShims_epollPoll(int epfd);
+/// Removes `fd` from `epfd` (an error, such as a descriptor closed meanwhile, is ignored).
+void CLongThreadsShims_epollRemove(int epfd, int fd);
+/// Takes up to `capacity` ready entries of `epfd` without waiting: their descriptors, and their
+/// events as 1 readable | 2 writable | 4 hang-up | 8 error. Returns how many. Entries are one-shot,
+/// so each descriptor is reported at most once until it is re-armed.
+int CLongThreadsShims_epollCollect(int epfd, int32_t *descriptors, uint32_t *events, int capacity);
 
 // MARK: - Doorbell
 

@@ -8,7 +8,7 @@
 /// closure is dropped before the caller is woken: nothing may hold it once `wait()` returns.
 final class BlockingWork: WaitingWork, @unchecked Sendable {
     // Written before `done.signal()` by the one thread that runs or discards the work, read by the
-    // caller after `done.wait()` (release/acquire through the event).
+    // caller after `done.waitForReply()` (release/acquire through the event).
     private var work: (() -> Void)?
     private var discarded = false
     private let done = OneShotEvent()
@@ -37,7 +37,7 @@ final class BlockingWork: WaitingWork, @unchecked Sendable {
 
     /// Blocks until the work ran or was discarded; throws `.discarded` for the latter.
     func waitForOutcome() throws(LongThreadError) {
-        done.wait()
+        done.waitForReply()
         if discarded { throw .discarded }
     }
 

@@ -3,9 +3,11 @@ import CLongThreadsShims
 /// The one blocking wait of the library: `sync`, `perform(waitUntilDone: true)`, `init`'s start
 /// handshake and `stop`'s wait for the thread's end all park here.
 ///
-/// Unset until signalled once, then set for good; a signal wakes every waiter. A waiter spins for a
-/// moment, then sleeps on a futex; a signal costs a system call only when someone sleeps
-/// (`CLongThreadsShims_Event`). Signal has release, wait acquire ordering, in C11 atomics that
+/// Unset until signalled once, then set for good; a signal wakes every waiter. A waiter sleeps on a
+/// futex; a signal costs a system call only when someone sleeps (`CLongThreadsShims_Event`). Only
+/// `waitForReply()` spins first, and only while spinning can win (a spare CPU, short recent waits):
+/// the start and stop waits sleep at once, since a thread's start or end takes far longer than a
+/// futex wake-up, and spinning or yielding there handed CPU hogs whole time slices. Signal has release, wait acquire ordering, in C11 atomics that
 /// ThreadSanitizer understands.
 ///
 /// A handle to storage with a stable address (a `ManagedBuffer` element), so an event is one
@@ -25,7 +27,14 @@ struct OneShotEvent: @unchecked Sendable {
     /// Whether the event has been signalled. Any thread.
     var isSet: Bool { storage.withUnsafeMutablePointerToElements { CLongThreadsShims_eventIsSet($0) } }
 
-    /// Waits until signalled; returns false if `timeout` passed first. `nil` waits for ever.
+    /// Waits for a reply from a LongThread (`sync`, `perform(waitUntilDone:)`): the caller may spin
+    /// for a few microseconds before it sleeps (`CLongThreadsShims_eventWaitForReply`). Any thread
+    /// but the signaller's.
+    func waitForReply() {
+        storage.withUnsafeMutablePointerToElements { CLongThreadsShims_eventWaitForReply($0) }
+    }
+
+    /// Sleeps until signalled; returns false if `timeout` passed first. `nil` waits for ever.
     @discardableResult
     func wait(timeout: Duration? = nil) -> Bool {
         let nanoseconds = timeout.map(\.clampedNanoseconds) ?? -1

@@ -15,7 +15,6 @@ extension ThreadCore: RunLoopEngineDelegate {
             guard state.lifecycle.acceptsWork else { throw LongThreadError.stopped }
             var mask = ModeTable.defaultBit
             if let modes {
-                let engine = state.engine
                 mask = try state.mask(for: modes)
             }
             // `hasQueueLimit` is a constant: after `perform` tested it, the compiler drops this check.

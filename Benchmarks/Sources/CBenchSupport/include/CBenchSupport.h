@@ -24,6 +24,15 @@ int bench_pin_tid(pid_t tid, int cpu);
 /// Restores a thread (by kernel id, 0 = caller) to the affinity the process started with.
 int bench_unpin_tid(pid_t tid);
 
+/// eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC): a pollable descriptor for the watch figures. -1 on failure.
+int bench_eventfd(void);
+
+/// epoll for the echo client: create (close-on-exec), add `fd` for input, and wait up to
+/// `timeoutMs` for ready descriptors (written to `fds`, at most `capacity`). -1 on failure.
+int bench_epoll_create(void);
+int bench_epoll_add_readable(int epfd, int fd);
+int bench_epoll_wait(int epfd, int32_t *fds, int capacity, int timeoutMs);
+
 // MARK: memory
 
 /// Bytes the allocator has handed out and not yet taken back (mallinfo2: arena + mmapped chunks).

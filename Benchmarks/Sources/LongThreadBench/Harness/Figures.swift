@@ -1,11 +1,13 @@
 import CBenchSupport
 import Glibc
+import Synchronization
 
 /// Every figure of issue 7, in table order.
 enum Figures {
     static func all(_ settings: Settings) -> [Figure] {
-        var figures = [1, 2, 4].map(asyncThroughput)
-        figures += [roundTrip(pinned: false), roundTrip(pinned: true), lifecycle]
+        var figures = settings.producerCounts.map { asyncThroughput(producers: $0, captured: false) }
+        figures += [1, 4].map { asyncThroughput(producers: $0, captured: true) }
+        figures += [roundTrip(pinned: false), callerCPU, roundTrip(pinned: true), lifecycle]
         for size in settings.stopQueueSizes {
             figures += [stopLatency(.drain, queued: size), stopLatency(.discard, queued: size)]
         }
@@ -15,23 +17,39 @@ enum Figures {
 
     // MARK: Throughput
 
-    /// N no-op closures posted by `producers` threads (N/producers each), timed from the moment
-    /// all producers are released until a round trip queued after the last post returns: every
-    /// contender's queue is FIFO, so that is when the last closure has run.
-    static func asyncThroughput(producers: Int) -> Figure {
-        Figure(
-            key: "async", rows: [Row(title: "async throughput, \(producers) producer\(producers == 1 ? "" : "s")",
-                                     unit: "M ops/s", higherIsBetter: true)],
+    /// N closures posted by `producers` threads (N/producers each), timed from the moment all
+    /// producers are released until a round trip queued after the last post returns: every
+    /// contender's queue is FIFO, so that is when the last closure has run. `captured`: each closure
+    /// captures an object and three words (a context the post allocates, as real work does);
+    /// otherwise it is the shared no-op, which allocates nothing. Also the producers' CPU time per
+    /// post (their thread CPU clock over the posting loop).
+    static func asyncThroughput(producers: Int, captured: Bool) -> Figure {
+        let what = "\(producers) producer\(producers == 1 ? "" : "s")\(captured ? ", captured context" : "")"
+        return Figure(
+            key: "async", rows: [Row(title: "async throughput, \(what)", unit: "M ops/s", higherIsBetter: true),
+                                 Row(title: "producer CPU per post, \(what)", unit: "ns", higherIsBetter: false)],
             requires: [.post, .roundTrip], summary: .medianPerRow,
             measure: .each { type, settings in
                 let worker = must("start \(type.name)") { try type.init() }
                 must("warm \(type.name)") { try worker.roundTrip() }
                 let perProducer = settings.asyncItems / producers
                 let gate = Gate()
-                let threads = (0..<producers).map { _ in
+                let producerCPU = Mutex<Double>(0)
+                let context = Context()
+                let threads = (0..<producers).map { producer in
                     PosixThread.spawn {
                         gate.arriveAndWait()
-                        for _ in 0..<perProducer { must("post") { try worker.post(noWork) } }
+                        let cpuStart = threadCPUNanoseconds()
+                        if captured {
+                            for index in 0..<perProducer {
+                                let (a, b, c) = (index, producer, index &* 3)
+                                must("post") { try worker.post { context.consume(a, b, c) } }
+                            }
+                        } else {
+                            for _ in 0..<perProducer { must("post") { try worker.post(noWork) } }
+                        }
+                        let spent = Double(threadCPUNanoseconds() - cpuStart)
+                        producerCPU.withLock { $0 += spent }
                     }
                 }
                 gate.waitForArrivals(producers)
@@ -41,8 +59,15 @@ enum Figures {
                 must("round trip") { try worker.roundTrip() }
                 let elapsed = Double(nowNanoseconds() - start)
                 must("stop") { try worker.stop(.drain) }
-                return [Double(perProducer * producers) / elapsed * 1e3]
+                let posts = Double(perProducer * producers)
+                return [posts / elapsed * 1e3, producerCPU.withLock { $0 } / posts]
             })
+    }
+
+    /// What a captured closure reaches: an object, as a real task's context holds one.
+    final class Context: @unchecked Sendable {
+        private var sum = 0  // written by the worker thread only
+        func consume(_ a: Int, _ b: Int, _ c: Int) { sum &+= a &+ b &+ c }
     }
 
     // MARK: Round trip
@@ -78,6 +103,22 @@ enum Figures {
             setUp: { settings in if pinned { ProcFS.pinAllThreads(to: settings.pinnedCPU) } },
             tearDown: { _ in if pinned { ProcFS.pinAllThreads(to: nil) } })
     }
+
+    /// The caller's CPU time per unpinned round trip (its thread CPU clock over the loop): what a
+    /// waiter that spins spends, against one that sleeps at once.
+    static let callerCPU = Figure(
+        key: "callercpu",
+        rows: [Row(title: "caller CPU per round trip, unpinned", unit: "µs", higherIsBetter: false)],
+        requires: .roundTrip, summary: .medianPerRow,
+        measure: .each { type, settings in
+            let worker = must("start \(type.name)") { try type.init() }
+            for _ in 0..<settings.roundTripWarmUp { must("round trip") { try worker.roundTrip() } }
+            let start = threadCPUNanoseconds()
+            for _ in 0..<settings.roundTrips { must("round trip") { try worker.roundTrip() } }
+            let spent = Double(threadCPUNanoseconds() - start)
+            must("stop") { try worker.stop(.drain) }
+            return [spent / Double(settings.roundTrips) / 1e3]
+        })
 
     // MARK: Life and death
 

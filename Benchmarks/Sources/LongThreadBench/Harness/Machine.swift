@@ -2,7 +2,7 @@ import Glibc
 
 /// What the table was measured on.
 enum Machine {
-    static func description() -> [String] {
+    static func description(hogs: Int) -> [String] {
         let cpuinfo = ProcFS.read("/proc/cpuinfo") ?? ""
         let model = cpuinfo.split(separator: "\n").first { $0.hasPrefix("model name") }?
             .split(separator: ":", maxSplits: 1).last.map { $0.drop(while: { $0 == " " }) } ?? "unknown"
@@ -15,13 +15,29 @@ enum Machine {
             "Kernel: Linux \(kernel)",
             "Swift: \(command("swift --version 2>/dev/null").first ?? "unknown (swift not on PATH)")",
             "swift-nio: \(nioVersion() ?? "see Package.resolved")",
-            "Load average at start: \(loadAverage())",
+            "Load average at start: \(loadAverage()) (1, 5, 15 min; runnable/total threads)",
+            "Condition: " + (hogs == 0 ? "no hogs" : "\(hogs) CPU-bound hog thread\(hogs == 1 ? "" : "s") in this process, "
+                + "running during every measurement (`--hogs \(hogs)`)"),
+            "Busiest other processes at start (ps, % CPU since they began): " + busiestProcesses(),
         ]
     }
 
-    /// Other work on the machine shows in every figure: say how busy it was.
+    /// Other work on the machine shows in every figure: say how busy it was (with the runnable
+    /// and total thread counts of /proc/loadavg's fourth field).
     static func loadAverage() -> String {
-        (ProcFS.read("/proc/loadavg") ?? "").split(separator: " ").prefix(3).joined(separator: " ")
+        (ProcFS.read("/proc/loadavg") ?? "").split(separator: " ").prefix(4).joined(separator: " ")
+    }
+
+    /// What else ran: the five processes with the most CPU, other than this one.
+    static func busiestProcesses() -> String {
+        let me = getpid()
+        let lines = command("ps -eo pid=,pcpu=,comm= --sort=-pcpu 2>/dev/null")
+        let others = lines.compactMap { line -> String? in
+            let fields = line.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: true)
+            guard fields.count == 3, Int32(fields[0]) != me else { return nil }
+            return "\(fields[2]) \(fields[1])%"
+        }
+        return others.isEmpty ? "unknown" : others.prefix(5).joined(separator: ", ")
     }
 
     private static func command(_ line: String) -> [String] {

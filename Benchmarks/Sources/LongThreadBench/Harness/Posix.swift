@@ -8,6 +8,13 @@ func nowNanoseconds() -> UInt64 {
     return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
 }
 
+/// The calling thread's CPU time in nanoseconds (CLOCK_THREAD_CPUTIME_ID).
+func threadCPUNanoseconds() -> UInt64 {
+    var time = timespec()
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
+    return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
+}
+
 /// A joinable pthread running one closure. The producers, the floors and the CF peers need no more.
 struct PosixThread: Sendable {
     private final class Body: Sendable {

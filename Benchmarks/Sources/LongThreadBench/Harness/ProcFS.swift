@@ -82,8 +82,10 @@ enum ProcFS {
 
     /// Pins every thread of the process to `cpu`, or (nil) gives each back its initial affinity.
     /// Threads created afterwards inherit the mask of the thread that creates them.
+    /// The hogs of `--hogs` stay unpinned: they load the machine, not the pinned CPU alone.
     static func pinAllThreads(to cpu: Int32?) {
-        for tid in threadIDs() {
+        let hogs = Hogs.threadIDs
+        for tid in threadIDs() where !hogs.contains(tid) {
             if let cpu { _ = bench_pin_tid(tid, cpu) } else { _ = bench_unpin_tid(tid) }
         }
     }

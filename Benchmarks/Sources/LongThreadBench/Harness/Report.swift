@@ -46,7 +46,7 @@ enum Report {
     // MARK: Bars
 
     /// The bars of issue 7, each with the numbers behind it. Only the ones whose rows ran.
-    static func bars(_ results: [RowResult]) -> [String] {
+    static func bars(_ results: [RowResult], hogs: Int) -> [String] {
         func value(_ title: String, _ contender: String) -> Double? {
             results.first { $0.row.title == title }?.values[contender]
         }
@@ -65,7 +65,17 @@ enum Report {
         check("pinned p50 ≤ NIO", value(pinned, subject), value(pinned, NIOPeer.name), <=)
         check("pinned p50 ≤ 1.3× futex (aim)", value(pinned, subject), value(pinned, FutexFloor.name).map { $0 * 1.3 }, <=)
         check("unpinned p50 ≤ 1.05× futex", value(unpinned, subject), value(unpinned, FutexFloor.name).map { $0 * 1.05 }, <=)
+        // Issue 12: a waiter that never loses to a sleeping one, idle or loaded.
+        let sleepers = [CondvarPeer.name, DispatchPeer.name, NIOPeer.name]
+        func best(_ row: String) -> Double? { sleepers.compactMap { value(row, $0) }.min() }
+        check("unpinned p50 ≤ best of condvar, Dispatch, NIO", value(unpinned, subject), best(unpinned), <=)
+        let p99 = "round trip, unpinned p99"
+        check("unpinned p99 ≤ 1.5× best of condvar, Dispatch, NIO", value(p99, subject), best(p99).map { $0 * 1.5 }, <=)
+        let cpu = "caller CPU per round trip, unpinned"
+        check("caller CPU per round trip ≤ 1.2× pthread+condvar", value(cpu, subject), value(cpu, CondvarPeer.name).map { $0 * 1.2 }, <=)
         let life = "create + 1 sync task + stop + join"
+        let lifeFactor = hogs == 0 ? 1.0 : 1.2
+        check("lifecycle ≤ \(format(lifeFactor))× CF source0", value(life, subject), value(life, CFSource0Peer.name).map { $0 * lifeFactor }, <=)
         check("lifecycle ≤ 2× bare pthread", value(life, subject), value(life, PthreadCreateFloor.name).map { $0 * 2 }, <=)
         check("idle wake-ups = 0", value("idle wake-ups per idle period", subject), 0, <=)
         check("idle CPU time = 0 µs", value("idle CPU time per idle period", subject), 0, <=)

@@ -21,7 +21,7 @@ extension Figures {
                 return box.value
             }
             usleep(200_000)  // let each worker finish going back to sleep after that call
-            let excluded = Set(threadIDs.compactMap { $0 } + [bench_gettid()])
+            let excluded = Set(threadIDs.compactMap { $0 } + [bench_gettid()]).union(Hogs.threadIDs)
             let before = usageOfAllThreads()
             usleep(UInt32(settings.idleSeconds * 1e6))
             let after = usageOfAllThreads()

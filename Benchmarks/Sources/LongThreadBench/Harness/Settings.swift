@@ -7,6 +7,10 @@ struct Settings: Sendable {
     var only: [String] = []
     var pinnedCPU: Int32 = 0
     var idleSeconds = 5.0
+    /// CPU-bound threads running during every measurement (the loaded condition).
+    var hogs = 0
+    /// Where to write the report as well as standard output.
+    var outputPath: String?
 
     // Derived sizes: full runs, or a smoke pass with `--quick`.
     var asyncItems: Int { quick ? 100_000 : 1_000_000 }
@@ -17,15 +21,26 @@ struct Settings: Sendable {
     var idleWorkers: Int { quick ? 20 : 100 }
     var allocationItems: Int { quick ? 2_000 : 20_000 }
     var overloadSeconds: Double { quick ? 0.4 : 2 }
+    var producerCounts: [Int] { [1, 2, 4, 8] }
+    // Scaling (LongThread alone).
+    var idleThreadCounts: [Int] { quick ? [1, 100] : [1, 100, 1_000] }
+    var watchCounts: [Int] { quick ? [10, 1_000] : [10, 1_000, 10_000] }
+    var wakeUpSamples: Int { quick ? 200 : 2_000 }
+    var timerCounts: [Int] { quick ? [1, 1_000] : [1, 1_000, 100_000] }
+    var echoConnections: Int { quick ? 100 : 1_000 }
+    var echoSeconds: Double { quick ? 0.5 : 2 }
 
     static let usage = """
         usage: longthread-bench [--quick] [--reps N] [--only NAME[,NAME...]] [--cpu N] [--idle SECONDS]
+                                [--hogs N] [--output FILE]
           --quick         smoke pass: small sizes, 2 repetitions, 0.5 s idle period
           --reps N        repetitions of each figure (default 5; each on a fresh worker)
           --only NAMES    contenders and/or figures to run (substring match, case-insensitive);
                           LongThread always runs, as every ratio needs it. --list shows the names.
           --cpu N         CPU for the pinned round trip (default 0)
           --idle SECONDS  idle period of the idle figure (default 5)
+          --hogs N        run N CPU-bound threads during every measurement (a busy host; default 0)
+          --output FILE   also write the markdown report to FILE (e.g. idle.md, hogs2.md)
         """
 
     static func parse(_ arguments: [String]) -> Settings {
@@ -44,6 +59,8 @@ struct Settings: Sendable {
             case "--only": settings.only += value(argument).split(separator: ",").map { $0.lowercased() }
             case "--cpu": settings.pinnedCPU = required(Int32(value(argument)), "--cpu takes a CPU number")
             case "--idle": explicitIdle = required(Double(value(argument)), "--idle takes seconds")
+            case "--hogs": settings.hogs = required(Int(value(argument)).flatMap { $0 >= 0 ? $0 : nil }, "--hogs takes a count")
+            case "--output": settings.outputPath = value(argument)
             case "--help", "-h": print(usage); exit(0)
             default: fail("unknown argument \(argument)")
             }
