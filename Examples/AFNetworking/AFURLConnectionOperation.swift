@@ -50,6 +50,9 @@ public class AFURLConnectionOperation: @unchecked Sendable {
         }
     }()
 
+    /// Kept-alive connections, shared by the operations (network thread only).
+    static let connectionPool = AFConnectionPool(thread: networkRequestThread)
+
     /// The queue completion blocks run on unless one is given: serial, so that callers see
     /// completions one at a time, in the order requests finished (AF 3's lesson:
     /// `operationQueue.maxConcurrentOperationCount = 1`).
@@ -135,7 +138,9 @@ public class AFURLConnectionOperation: @unchecked Sendable {
     /// AF's `operationDidStart`: opens the connection, unless cancelled meanwhile.
     private func operationDidStart() {
         if isCancelled { return cancelConnection() }
-        let connection = AFURLConnection(request: request, thread: Self.networkRequestThread, modes: runLoopModes) { [self] result in
+        let connection = AFURLConnection(
+            request: request, thread: Self.networkRequestThread, pool: Self.connectionPool, modes: runLoopModes
+        ) { [self] result in
             finish(result)
         }
         self.connection = connection
