@@ -162,7 +162,7 @@ import Testing
 
     @Test("a large body fed in socket-sized pieces comes out whole")
     func largeBody() throws {
-        let size = 8 << 20
+        let size = 4 << 20
         let body = (0..<size).map { UInt8(truncatingIfNeeded: $0 % 251) }
         let bytes = Array("HTTP/1.1 200 OK\r\nContent-Length: \(size)\r\n\r\n".utf8) + body
         var parser = AFHTTPResponseParser()
