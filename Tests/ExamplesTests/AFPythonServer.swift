@@ -170,6 +170,8 @@ class Handler(socketserver.BaseRequestHandler):
         return not close
 
     def respond(self, method, target, headers, body, served):
+        if getattr(self, "close_on_next", False):
+            return False  # read the request, then close without a word
         url = urlsplit(target)
         query = {k: v[0] for k, v in parse_qs(url.query).items()}
         path = url.path
@@ -208,6 +210,9 @@ class Handler(socketserver.BaseRequestHandler):
                 self.request.sendall(b"0\r\n\r\n")
                 return True
             return self.send("200 OK", [("Content-Length", len(data))], data, served)
+        if path == "/close-on-next":
+            self.close_on_next = True
+            return self.send("200 OK", [("Content-Length", 2)], b"ok", served)
         if path == "/then-close":
             self.send("200 OK", [("Content-Length", 2)], b"ok", served)
             return False

@@ -154,6 +154,26 @@ struct AFRealServerTests {
         }
     }
 
+    @Test("a kept-alive connection the server closes on reading the next request: an idempotent request is sent again on a new one")
+    func serverClosedOnNextRequest() throws {
+        try Self.withResponder { server throws in
+            #expect(try afFetch(AFURLRequest(url: server.url("/close-on-next"))).get().bodyText == "ok")
+            let response = try afFetch(AFURLRequest(url: server.url("/echo"))).get()
+            #expect(response.bodyText == "GET /echo -|")
+            #expect(response.headers["x-request-on-connection"] == "1", "sent again on a new connection")
+        }
+    }
+
+    @Test("a POST never goes on a kept-alive connection, which the server might close under it")
+    func postTakesANewConnection() throws {
+        try Self.withResponder { server throws in
+            #expect(try afFetch(AFURLRequest(url: server.url("/close-on-next"))).get().bodyText == "ok")
+            let post = try afFetch(AFURLRequest(url: server.url("/echo"), httpMethod: "POST", httpBody: Array("once".utf8))).get()
+            #expect(post.bodyText == "POST /echo -|once")
+            #expect(post.headers["x-request-on-connection"] == "1")
+        }
+    }
+
     // MARK: - Redirects
 
     @Test("redirects: 303, and 301/302 for POST, become GET; 307 and 308 keep method and body; Location may be relative")
