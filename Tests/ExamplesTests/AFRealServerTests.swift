@@ -35,6 +35,7 @@ struct AFRealServerTests {
     static func withHTTPServer<T>(files: [String: [UInt8]], protocol version: String = "HTTP/1.1",
                                   _ body: (AFPythonServer) throws -> T) throws -> T {
         let directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("af-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         for (path, bytes) in files {
             let file = directory.appendingPathComponent(path)
@@ -84,6 +85,17 @@ struct AFRealServerTests {
             #expect(response.statusCode == 200)
             #expect(response.headers["content-length"] == "1000")
             #expect(response.body.isEmpty)
+        }
+    }
+
+    @Test("http.server: a POST with Expect: 100-continue gets 100 Continue first; the status is the final 501")
+    func httpServerContinue() throws {
+        try Self.withHTTPServer(files: [:]) { server throws in
+            let request = AFURLRequest(url: server.url("/upload"), httpMethod: "POST",
+                                       allHTTPHeaderFields: ["Expect": "100-continue"], httpBody: Array("data".utf8))
+            let response = try afFetch(request).get()
+            #expect(response.statusCode == 501)
+            #expect(response.bodyText.contains("Unsupported method"))
         }
     }
 
