@@ -72,6 +72,18 @@ final class AFPythonServer: Sendable {
         }
     }
 
+    /// Runs `body` with `server`, then stops the server whatever happens.
+    static func serving<T>(_ server: AFPythonServer, _ body: (AFPythonServer) async throws -> T) async throws -> T {
+        do {
+            let value = try await body(server)
+            _ = try? await afOffThePool { server.stop() }
+            return value
+        } catch {
+            _ = try? await afOffThePool { server.stop() }
+            throw error
+        }
+    }
+
     /// `http://127.0.0.1:<port><path>`.
     func url(_ path: String) -> URL { URL(string: "http://127.0.0.1:\(port)\(path)")! }
 
@@ -95,17 +107,36 @@ struct AFPythonServerError: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-/// Runs one request through an ``AFURLConnectionOperation`` and waits (bounded) for its completion.
-func afFetch(_ request: AFURLRequest, timeout: Double = 30) throws -> Result<AFHTTPResponse, AFURLError> {
-    let done = DispatchSemaphore(value: 0)
+/// Runs one request through an ``AFURLConnectionOperation`` and awaits its completion, at most
+/// `timeout` seconds (then the operation is cancelled and this throws).
+///
+/// Awaits rather than blocks: Swift Testing runs tests on the cooperative pool, which has a
+/// thread per core, and a test blocking one for seconds starves the async suites running beside
+/// it (their bounded waits time out).
+func afFetch(_ request: AFURLRequest, timeout: Double = 30) async throws -> Result<AFHTTPResponse, AFURLError> {
     let operation = AFURLConnectionOperation(request: request)
-    operation.setCompletionBlock { _ in done.signal() }
-    operation.start()
-    guard done.wait(timeout: .now() + timeout) == .success, let result = operation.result else {
-        operation.cancel()
+    let timedOut = Protected(false)
+    let result = await withCheckedContinuation { continuation in
+        operation.setCompletionBlock { continuation.resume(returning: $0) }
+        operation.start()
+        DispatchQueue.global().asyncAfter(deadline: .now() + timeout) {
+            guard operation.state != .finished else { return }
+            timedOut.withLock { $0 = true }
+            operation.cancel()
+        }
+    }
+    if result == .failure(.cancelled), timedOut.withLock({ $0 }) {
         throw AFPythonServerError("\(request.httpMethod) \(request.url) did not complete within \(timeout) s")
     }
     return result
+}
+
+/// Runs blocking `work` (starting or stopping a child process) on a Dispatch thread, so that the
+/// awaiting test does not hold a thread of the cooperative pool.
+func afOffThePool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }
+    }
 }
 
 extension AFPythonServer {
