@@ -15,8 +15,9 @@ public enum AFNetworkingExample {
         public var completionOrder: [Int]
         /// Whether every completion ran on the serial callback queue.
         public var allOnCallbackQueue: Bool
-        /// The index of the request cancelled mid-flight, and of the one to a closed port.
+        /// The index of the request cancelled mid-flight.
         public var cancelledIndex: Int
+        /// The index of the request to a closed port.
         public var closedPortIndex: Int
         /// The network thread's name, and how many distinct threads `networkRequestThread` gave
         /// callers racing to create it.
@@ -28,8 +29,14 @@ public enum AFNetworkingExample {
     /// once the server has it (mid-flight), and one request to a closed port; waits (bounded) for
     /// every completion.
     ///
-    /// - Parameter progress: called on the callback queue after each completion, with
-    ///   (completed, total).
+    /// - Parameters:
+    ///   - count: how many `GET /hello/<n>` requests to make.
+    ///   - log: called with a line for each step, on the calling thread.
+    ///   - progress: called on the callback queue after each completion, with
+    ///     (completed, total).
+    /// - Returns: what happened to each request.
+    /// - Throws: ``AFURLError`` if the example server cannot start, or a step does not finish
+    ///   within 10 seconds.
     public static func run(
         count: Int = 20,
         log: @escaping @Sendable (String) -> Void = { print($0) },

@@ -1,6 +1,6 @@
 import Glibc
 
-/// The few socket calls the example needs, on IPv4 loopback only.
+/// The few socket calls the example needs, on IPv4 only.
 enum AFSocket {
     /// A non-blocking, close-on-exec TCP socket.
     static func makeTCP() -> Int32 {
@@ -16,8 +16,9 @@ enum AFSocket {
     }
 
     /// Starts a non-blocking connect; returns 0, or errno (EINPROGRESS means "wait for writable").
-    static func connect(_ fd: Int32, port: UInt16) -> Int32 {
-        var address = loopback(port: port)
+    static func connect(_ fd: Int32, to endpoint: AFRequestTarget.Endpoint) -> Int32 {
+        var address = loopback(port: endpoint.port)
+        address.sin_addr.s_addr = endpoint.address
         let rc = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }

@@ -50,18 +50,31 @@ public class AFURLConnectionOperation: @unchecked Sendable {
         }
     }()
 
+    /// Kept-alive connections, shared by the operations (network thread only).
+    static let connectionPool = AFConnectionPool(thread: networkRequestThread)
+
     /// The queue completion blocks run on unless one is given: serial, so that callers see
     /// completions one at a time, in the order requests finished (AF 3's lesson:
     /// `operationQueue.maxConcurrentOperationCount = 1`).
     public static let defaultCompletionQueue = DispatchQueue(label: "com.alamofire.networking.operation.completion")
 
-    public enum State: Sendable, Equatable { case ready, executing, finished }
+    /// Where an operation is in its life: AF's `AFOperationState`.
+    public enum State: Sendable, Equatable {
+        /// Made, not started.
+        case ready
+        /// Started: its work is queued on, or running on, the network thread.
+        case executing
+        /// Finished with a response or an error; the completion block has been queued.
+        case finished
+    }
 
     // MARK: Immutable
+    /// The request, as given (redirects do not change it; the response's `url` says where it ended).
     public let request: AFURLRequest
     /// The modes `start`'s and `cancel`'s work, and the socket's sources, run in: AF's
     /// `runLoopModes`, by default `NSRunLoopCommonModes`, as here.
     public let runLoopModes: [RunLoop.Mode]
+    /// The serial queue the completion block runs on.
     public let completionQueue: DispatchQueue
 
     private struct Guarded {
@@ -76,6 +89,12 @@ public class AFURLConnectionOperation: @unchecked Sendable {
     // MARK: Network thread only
     private var connection: AFURLConnection?
 
+    /// An operation for `request`, ready to start. Any thread.
+    ///
+    /// - Parameters:
+    ///   - request: what to send.
+    ///   - runLoopModes: the modes its work and its socket's sources run in on the network thread.
+    ///   - completionQueue: where the completion block runs.
     public init(request: AFURLRequest, runLoopModes: [RunLoop.Mode] = [.common],
                 completionQueue: DispatchQueue = AFURLConnectionOperation.defaultCompletionQueue) {
         self.request = request
@@ -85,13 +104,18 @@ public class AFURLConnectionOperation: @unchecked Sendable {
 
     /// Sets the block called once, on ``completionQueue``, with the response or the error
     /// (AF's `setCompletionBlockWithSuccess:failure:` in one block). Set it before ``start()``.
+    ///
+    /// - Parameter block: the block; it gets the final response (redirects followed, interim
+    ///   responses skipped) or the error.
     public func setCompletionBlock(_ block: @escaping @Sendable (Result<AFHTTPResponse, AFURLError>) -> Void) {
         lock.withLock { $0.completion = block }
     }
 
+    /// Where the operation is in its life. Any thread.
     public var state: State { lock.withLock { $0.state } }
+    /// Whether ``cancel()`` was called before the operation finished. Any thread.
     public var isCancelled: Bool { lock.withLock { $0.cancelled } }
-    /// The outcome, once finished.
+    /// The outcome, once finished. Any thread.
     public var result: Result<AFHTTPResponse, AFURLError>? { lock.withLock { $0.result } }
 
     /// Starts the request on the network thread. Callable from any thread; a second call does
@@ -135,7 +159,9 @@ public class AFURLConnectionOperation: @unchecked Sendable {
     /// AF's `operationDidStart`: opens the connection, unless cancelled meanwhile.
     private func operationDidStart() {
         if isCancelled { return cancelConnection() }
-        let connection = AFURLConnection(request: request, thread: Self.networkRequestThread, modes: runLoopModes) { [self] result in
+        let connection = AFURLConnection(
+            request: request, thread: Self.networkRequestThread, pool: Self.connectionPool, modes: runLoopModes
+        ) { [self] result in
             finish(result)
         }
         self.connection = connection

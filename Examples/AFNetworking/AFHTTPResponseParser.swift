@@ -1,0 +1,323 @@
+/// An incremental HTTP/1.1 response parser: feed it the bytes as they arrive, in pieces of any
+/// size, and it says when one response is complete.
+///
+/// What it understands (RFC 9112, the client side):
+/// - the status line and header fields (names lowercased; repeated fields joined with `, `);
+/// - interim `1xx` responses (`100 Continue`, `103 Early Hints`), skipped: their status codes are
+///   kept in ``interimStatusCodes`` and the final response is the one returned;
+/// - the body framed by `Transfer-Encoding: chunked` (chunk extensions ignored, trailer fields
+///   kept in ``AFHTTPResponse/trailers``), by `Content-Length`, or by the server closing the
+///   connection (then ``finish()`` completes it);
+/// - no body for a `HEAD` request and for `204` and `304` responses, whatever the headers say.
+///
+/// Linear time: body bytes are copied once, from the input straight into the body; only the
+/// head, chunk-size lines and trailers are gathered line by line, and each byte is looked at once.
+///
+/// A value type, used by one thread at a time: one parser per response.
+public struct AFHTTPResponseParser: Sendable {
+    /// Why the bytes are not an HTTP/1.1 response.
+    public enum Error: Swift.Error, Equatable, Sendable {
+        /// The status line is not `HTTP/1.x <three digits> <reason>`.
+        case invalidStatusLine(String)
+        /// A header or trailer line is not `name: value`.
+        case invalidHeaderLine(String)
+        /// `Content-Length` is not a decimal number (or lists different numbers).
+        case invalidContentLength(String)
+        /// The chunked framing is broken: a size that is not hexadecimal, or chunk data not
+        /// followed by CRLF.
+        case invalidChunk(String)
+        /// The head (status line and headers, or the trailers) exceeds the limit in bytes.
+        case headTooLarge(limit: Int)
+        /// `101 Switching Protocols`, though the request asked for no upgrade.
+        case unexpectedSwitchingProtocols
+        /// The connection closed before the response was complete; says where it was.
+        case connectionClosedEarly(String)
+    }
+
+    /// How far a call to `parse(_:)` got.
+    public enum Progress: Equatable, Sendable {
+        /// The response is not complete yet: feed more bytes, or call ``finish()`` at the end of
+        /// the stream.
+        case needsMore
+        /// The response is complete. `consumed` of the bytes given belong to it; any after them
+        /// belong to whatever the server sent next.
+        case complete(AFHTTPResponse, consumed: Int)
+    }
+
+    private enum State: Sendable, Equatable {
+        case statusLine
+        case headerLines
+        case body(remaining: Int)
+        case chunkSizeLine
+        case chunkData(remaining: Int)
+        case chunkDataEnd
+        case trailerLines
+        case bodyUntilClose
+        case complete
+    }
+
+    /// A chunk-size line longer than this is refused (extensions included).
+    static let maximumChunkLine = 4096
+
+    // MARK: Immutable
+    private let isHeadRequest: Bool
+    private let maximumHeadSize: Int
+
+    // MARK: Parse state
+    private var state = State.statusLine
+    /// The line being gathered, without its line feed.
+    private var line: [UInt8] = []
+    /// Bytes of the current head (or of the trailers), checked against `maximumHeadSize`.
+    private var headBytes = 0
+    private var statusCode = 0
+    private var minorVersion = 1
+    private var headers: [String: String] = [:]
+    private var trailers: [String: String] = [:]
+    private var body: [UInt8] = []
+    private var contentLength = 0
+
+    /// The status codes of the interim (`1xx`) responses skipped, in order.
+    public private(set) var interimStatusCodes: [Int] = []
+    /// Whether any byte has arrived. A kept-alive connection that the server closes before
+    /// sending one byte was closed while idle, and the request may be retried on a new one.
+    public private(set) var hasReceivedBytes = false
+    /// Whether the connection may carry another request after this response: HTTP/1.1 without
+    /// `Connection: close` (or HTTP/1.0 with `keep-alive`), and a body that did not end by close.
+    /// Meaningful once complete.
+    public private(set) var canReuseConnection = false
+
+    /// A parser for the response to a request with `method`.
+    ///
+    /// - Parameters:
+    ///   - method: the request's method; only `HEAD` matters (its response has no body).
+    ///   - maximumHeadSize: the most bytes a head (status line and fields) or the trailers may
+    ///     take before the response is refused with ``Error/headTooLarge(limit:)``.
+    public init(method: String = "GET", maximumHeadSize: Int = 64 * 1024) {
+        isHeadRequest = method.uppercased() == "HEAD"
+        self.maximumHeadSize = maximumHeadSize
+    }
+
+    /// Feeds the next bytes of the stream.
+    ///
+    /// - Parameter bytes: the bytes, in order; any split is fine (one byte at a time too).
+    /// - Returns: ``Progress/needsMore`` or ``Progress/complete(_:consumed:)``. Once complete,
+    ///   the parser is done: use a new one for the next response.
+    /// - Throws: ``Error`` when the bytes are not a response; the connection is then unusable.
+    public mutating func parse(_ bytes: UnsafeBufferPointer<UInt8>) throws(Error) -> Progress {
+        if !bytes.isEmpty { hasReceivedBytes = true }
+        var index = 0
+        while index < bytes.count, state != .complete {
+            switch state {
+            case .body(let remaining):
+                let taken = takeBody(bytes, from: &index, upTo: remaining)
+                state = taken == remaining ? .complete : .body(remaining: remaining - taken)
+            case .chunkData(let remaining):
+                let taken = takeBody(bytes, from: &index, upTo: remaining)
+                state = taken == remaining ? .chunkDataEnd : .chunkData(remaining: remaining - taken)
+            case .bodyUntilClose:
+                _ = takeBody(bytes, from: &index, upTo: bytes.count - index)
+            case .statusLine, .headerLines, .chunkSizeLine, .chunkDataEnd, .trailerLines:
+                if let line = try takeLine(bytes, from: &index) { try handle(line) }
+            case .complete:
+                break
+            }
+        }
+        return state == .complete ? .complete(takeResponse(), consumed: index) : .needsMore
+    }
+
+    /// Feeds the next bytes of the stream; see `parse(_:)`.
+    ///
+    /// - Parameter bytes: the bytes, in order.
+    /// - Returns: whether the response is complete.
+    /// - Throws: ``Error`` when the bytes are not a response.
+    public mutating func parse(_ bytes: [UInt8]) throws(Error) -> Progress {
+        var result = Result<Progress, Error>.success(.needsMore)
+        bytes.withUnsafeBufferPointer { buffer in
+            result = Result { () throws(Error) in try parse(buffer) }
+        }
+        return try result.get()
+    }
+
+    /// The stream ended (the server closed the connection): completes a response whose body runs
+    /// to the close.
+    ///
+    /// - Returns: the response, if the close was its end.
+    /// - Throws: ``Error/connectionClosedEarly(_:)`` if the response was not complete.
+    public mutating func finish() throws(Error) -> AFHTTPResponse {
+        switch state {
+        case .bodyUntilClose:
+            state = .complete
+            return takeResponse()
+        case .statusLine where !hasReceivedBytes:
+            throw .connectionClosedEarly("before any byte of the response")
+        case .statusLine, .headerLines:
+            throw .connectionClosedEarly("in the response head")
+        case .body(let remaining):
+            throw .connectionClosedEarly("with \(remaining) of \(contentLength) body bytes (Content-Length) missing")
+        case .chunkSizeLine, .chunkData, .chunkDataEnd, .trailerLines:
+            throw .connectionClosedEarly("in the chunked body, before its last chunk and trailers")
+        case .complete:
+            preconditionFailure("AFHTTPResponseParser.finish() after the response was complete")
+        }
+    }
+
+    // MARK: - Pieces
+
+    /// Copies up to `limit` body bytes from `bytes` straight into the body.
+    private mutating func takeBody(_ bytes: UnsafeBufferPointer<UInt8>, from index: inout Int, upTo limit: Int) -> Int {
+        let count = min(limit, bytes.count - index)
+        body.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[index..<index + count]))
+        index += count
+        return count
+    }
+
+    /// Gathers bytes up to a line feed. Returns the line without its CR LF, or nil once the
+    /// input ran out first (the part seen is kept for the next call).
+    private mutating func takeLine(_ bytes: UnsafeBufferPointer<UInt8>, from index: inout Int) throws(Error) -> [UInt8]? {
+        let newline = bytes[index...].firstIndex(of: UInt8(ascii: "\n"))
+        let end = newline ?? bytes.count
+        let length = end - index + (newline == nil ? 0 : 1)
+        switch state {
+        case .chunkSizeLine, .chunkDataEnd:
+            if line.count + length > Self.maximumChunkLine {
+                throw .invalidChunk("a chunk-size line longer than \(Self.maximumChunkLine) bytes")
+            }
+        default:
+            headBytes += length
+            if headBytes > maximumHeadSize { throw .headTooLarge(limit: maximumHeadSize) }
+        }
+        line.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[index..<end]))
+        index = end + (newline == nil ? 0 : 1)
+        guard newline != nil else { return nil }
+        var complete = line
+        line.removeAll(keepingCapacity: true)
+        if complete.last == UInt8(ascii: "\r") { complete.removeLast() }
+        return complete
+    }
+
+    private mutating func handle(_ line: [UInt8]) throws(Error) {
+        switch state {
+        case .statusLine:
+            try parseStatusLine(line)
+            state = .headerLines
+        case .headerLines:
+            if line.isEmpty { try endOfHead() } else { try Self.addField(line, to: &headers) }
+        case .chunkSizeLine:
+            let size = try Self.chunkSize(line)
+            if size == 0 {
+                headBytes = 0
+                state = .trailerLines
+            } else {
+                state = .chunkData(remaining: size)
+            }
+        case .chunkDataEnd:
+            guard line.isEmpty else { throw .invalidChunk("chunk data not followed by CRLF") }
+            state = .chunkSizeLine
+        case .trailerLines:
+            if line.isEmpty { state = .complete } else { try Self.addField(line, to: &trailers) }
+        case .body, .chunkData, .bodyUntilClose, .complete:
+            preconditionFailure("no lines in state \(state)")
+        }
+    }
+
+    /// `HTTP/1.1 200 OK`: the version and a three-digit code; the reason phrase may be empty.
+    private mutating func parseStatusLine(_ line: [UInt8]) throws(Error) {
+        let text = String(decoding: line, as: UTF8.self)
+        let parts = text.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: false)
+        guard parts.count >= 2, parts[0].count == 8, parts[0].hasPrefix("HTTP/1."),
+              let minor = parts[0].last?.wholeNumberValue,
+              parts[1].count == 3, parts[1].allSatisfy({ $0.isASCII && $0.isNumber }), let code = Int(parts[1]), code >= 100
+        else { throw .invalidStatusLine(text) }
+        minorVersion = minor
+        statusCode = code
+    }
+
+    /// The blank line after the fields: an interim response starts over, a final one chooses
+    /// how its body is framed.
+    private mutating func endOfHead() throws(Error) {
+        if (100..<200).contains(statusCode) {
+            if statusCode == 101 { throw .unexpectedSwitchingProtocols }
+            interimStatusCodes.append(statusCode)
+            headers = [:]
+            headBytes = 0
+            state = .statusLine
+            return
+        }
+        let connection = Self.tokens(headers["connection"])
+        var persistent = minorVersion >= 1 ? !connection.contains("close") : connection.contains("keep-alive")
+        if isHeadRequest || statusCode == 204 || statusCode == 304 {
+            state = .complete
+        } else if let codings = headers["transfer-encoding"].map(Self.tokens) {
+            // Chunked last: chunked framing. Anything else: the body runs to the close (RFC 9112
+            // 6.3). With a Content-Length too, the framing is suspect: do not reuse the connection.
+            if codings.last == "chunked" { state = .chunkSizeLine } else { state = .bodyUntilClose }
+            if codings.last != "chunked" || headers["content-length"] != nil { persistent = false }
+        } else if let value = headers["content-length"] {
+            contentLength = try Self.contentLength(value)
+            body.reserveCapacity(min(contentLength, 1 << 26))
+            state = contentLength == 0 ? .complete : .body(remaining: contentLength)
+        } else {
+            state = .bodyUntilClose
+        }
+        canReuseConnection = persistent && state != .bodyUntilClose
+    }
+
+    private mutating func takeResponse() -> AFHTTPResponse {
+        let response = AFHTTPResponse(statusCode: statusCode, headers: headers, body: body, trailers: trailers)
+        body = []
+        return response
+    }
+
+    // MARK: - Fields and numbers
+
+    /// `name: value`, with optional whitespace around the value; the name is a token, lowercased.
+    private static func addField(_ line: [UInt8], to fields: inout [String: String]) throws(Error) {
+        guard let colon = line.firstIndex(of: UInt8(ascii: ":")), colon > 0,
+              line[..<colon].allSatisfy(isTokenByte)
+        else { throw .invalidHeaderLine(String(decoding: line, as: UTF8.self)) }
+        let name = String(decoding: line[..<colon], as: UTF8.self).lowercased()
+        let value = String(decoding: line[(colon + 1)...], as: UTF8.self).trimmingOptionalWhitespace()
+        if let earlier = fields[name] { fields[name] = earlier + ", " + value } else { fields[name] = value }
+    }
+
+    /// Hexadecimal digits, then optional whitespace and `;extensions`, which are ignored.
+    private static func chunkSize(_ line: [UInt8]) throws(Error) -> Int {
+        let text = String(decoding: line, as: UTF8.self)
+        let digits = text.prefix { $0 != ";" }.trimmingOptionalWhitespace()
+        guard !digits.isEmpty, digits.count <= 15, let size = Int(digits, radix: 16), size >= 0, !digits.hasPrefix("+")
+        else { throw .invalidChunk("chunk size \"\(text)\" is not hexadecimal") }
+        return size
+    }
+
+    /// Decimal digits; a list of equal values (`5, 5`) is one value (RFC 9110 8.6).
+    private static func contentLength(_ value: String) throws(Error) -> Int {
+        let values = value.split(separator: ",").map { $0.trimmingOptionalWhitespace() }
+        guard let first = values.first, values.allSatisfy({ $0 == first }),
+              (1...18).contains(first.count), first.allSatisfy({ $0.isASCII && $0.isNumber }), let length = Int(first)
+        else { throw .invalidContentLength(value) }
+        return length
+    }
+
+    /// A comma-separated list, lowercased and trimmed (`Connection`, `Transfer-Encoding`).
+    private static func tokens(_ value: String?) -> [String] {
+        (value ?? "").split(separator: ",").map { $0.trimmingOptionalWhitespace().lowercased() }
+    }
+
+    private static func isTokenByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+            return true
+        default:
+            return Array("!#$%&'*+-.^_`|~".utf8).contains(byte)
+        }
+    }
+}
+
+extension StringProtocol {
+    /// Without leading and trailing spaces and tabs (HTTP's optional whitespace).
+    fileprivate func trimmingOptionalWhitespace() -> String {
+        let isBlank: (Character) -> Bool = { $0 == " " || $0 == "\t" }
+        guard let first = firstIndex(where: { !isBlank($0) }), let last = lastIndex(where: { !isBlank($0) }) else { return "" }
+        return String(self[first...last])
+    }
+}
