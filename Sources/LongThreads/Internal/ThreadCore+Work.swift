@@ -197,7 +197,8 @@ extension ThreadCore: RunLoopEngineDelegate {
     /// Loop thread, under the lock: whether accepted work not yet run may run in `mode`, or a
     /// stop is under way (which ends every run).
     private func hasWork(eligibleIn mode: String, state: SharedState) -> Bool {
-        if state.lifecycle.isStopping { return true }
+        // Urgent items run in any mode.
+        if state.lifecycle.isStopping || !state.queue.urgent.isEmpty { return true }
         let mask = state.modes.eligibility(inModeNamed: mode)
         if mask == 0 { return false }
         // Taken entries have no modes left, so they never match.
