@@ -2,26 +2,28 @@ import CLongThreadsShims
 import Glibc
 import Synchronization
 
-/// Reports when one callout on a LongThread — a task or a timer — runs longer than a threshold:
-/// the lag monitor of the seeds, which watches run-loop activity to catch a stuck thread.
+/// Reports when one callout on a LongThread — a task, a timer or a descriptor handler — runs
+/// longer than a threshold: the lag monitor of the seeds, which watches run-loop activity to catch
+/// a stuck thread.
 ///
-/// One monitor serves many threads, with one thread of its own (``threadName``). A LongThread
-/// records when each of its callouts begins (a drain of queued work, a timer, a descriptor
-/// handler) whether or not it is watched; a watched thread starting a callout wakes an idle
-/// monitor once, and the monitor then sleeps until the earliest moment a running callout would
-/// cross the threshold. While every watched thread is idle the monitor sleeps with no timeout and
-/// costs no CPU (after at most one more wake-up, at the last callout's due time). A stall is
-/// reported once per callout, while it still runs, within the threshold plus the monitor's
-/// wake-up latency (well under twice the threshold), to the stalled thread's instrument and then
-/// to `handler` on the monitor's thread. A callout already running when ``watch(_:)`` is called
-/// counts from its start.
+/// One monitor serves many threads, with one thread of its own (``threadName``). A watched thread
+/// times each callout: each item of a drain is a callout of its own, so a report names the one
+/// item that ran past the threshold, never a batch of short ones. A watched thread starting a
+/// callout wakes an idle monitor once; the monitor then sleeps until the earliest moment a running
+/// callout would cross the threshold. While every watched thread is idle the monitor sleeps with no
+/// timeout and costs no CPU (after at most one more wake-up, at the last callout's due time). A
+/// stall is reported once per callout, while it still runs, within the threshold plus the
+/// monitor's wake-up latency (well under twice the threshold), to the stalled thread's instrument
+/// and then to `handler` on the monitor's thread. A callout already running when ``watch(_:)`` is
+/// called counts from the call.
 ///
-/// A task running the loop nested (``LongThread/runNested(in:until:while:)``) stays one callout:
-/// it is reported if the whole task runs past the threshold.
+/// A task that runs the loop nested (``LongThread/runNested(in:until:while:)``) pauses while the
+/// loop turns (the thread serves its other work meanwhile, so it is not stalled), and resumes as a
+/// new callout, under its label, when the nested run returns.
 ///
-/// The stalled thread's stack is not captured: that takes a signal, which would interrupt the
-/// thread's sleeping system calls with `EINTR`. The report names the thread and the task's label
-/// (`perform(label:)`), which is what a reader needs to find the culprit.
+/// ## Cost
+/// An unwatched thread pays one load and one branch per item. A watched thread reads the clock
+/// once per item and, for a labelled item, takes one uncontended lock.
 public final class StallMonitor: Sendable {
     /// One stalled callout.
     public struct Report: Sendable, CustomStringConvertible {
@@ -91,9 +93,14 @@ final class StallMonitorState: Sendable {
     /// One watched thread.
     private final class Watch: @unchecked Sendable {
         weak var core: ThreadCore?
+        /// When the watch began: a callout the loop did not time (it began before) counts from here.
+        let since: UInt64
         /// Monitor thread only: the callout start last reported, so each callout is reported once.
         var reportedStart: UInt64 = 0
-        init(core: ThreadCore) { self.core = core }
+        init(core: ThreadCore) {
+            self.core = core
+            since = CLongThreadsShims_monotonicNanoseconds()
+        }
     }
 
     private let threshold: UInt64
@@ -180,12 +187,16 @@ final class StallMonitorState: Sendable {
         }
         for watch in current {
             guard let core = watch.core else { continue }
-            let since = core.calloutStartedAt.load(ordering: .sequentiallyConsistent)
-            if since == 0 || since == watch.reportedStart { continue }
-            let due = since + threshold
+            let start = core.calloutStartedAt.load(ordering: .sequentiallyConsistent)
+            if start == 0 || start == watch.reportedStart { continue }
+            // A timed start is exact; an untimed one is the start of a drain that began before the
+            // watch (the loop times items from the next callout on), so it counts from the watch.
+            let isTimed = start & ThreadCore.timedBit != 0
+            let from = isTimed ? start & ~ThreadCore.timedBit : max(start, watch.since)
+            let due = from + threshold
             if now >= due {
-                watch.reportedStart = since
-                report(core, runningFor: now - since)
+                watch.reportedStart = start
+                report(core, start: start, runningFor: now > from ? now - from : 0)
             } else {
                 next = min(next ?? due, due)
             }
@@ -193,10 +204,12 @@ final class StallMonitorState: Sendable {
         return next
     }
 
-    private func report(_ core: ThreadCore, runningFor nanoseconds: UInt64) {
+    private func report(_ core: ThreadCore, start: UInt64, runningFor nanoseconds: UInt64) {
+        // The label is the callout's only if it was published under this very start.
+        let label = core.runningLabel.withLock { $0.start == start ? $0.label : nil }
         let report = StallMonitor.Report(
             threadName: core.name,
-            label: core.currentLabel.withLock { $0 },
+            label: label,
             duration: .nanoseconds(nanoseconds)
         )
         core.instrument?.record(.stall(report))

@@ -103,3 +103,83 @@ struct StallMonitorTests {
         #expect(events.names.contains("stall"))
     }
 }
+
+@Suite("Stall monitor blames one callout", .serialized)
+struct StallBlameTests {
+    @Test("many short labelled tasks in one drain are not a stall")
+    func shortTasksInOneDrain() throws {
+        let reports = Recorder<StallMonitor.Report>()
+        let monitor = try StallMonitor(threshold: .milliseconds(100)) { reports.record($0) }
+        let thread = try LongThread(name: "lt-short")
+        defer { thread.stop() }
+        monitor.watch(thread)
+        let gate = Latch()
+        try thread.hold(until: gate)
+        // Queued behind the gate, the 30 items are taken into one batch and run back to back.
+        for index in 0..<30 { try thread.perform(label: "item-\(index)") { usleep(10_000) } }
+        gate.countDown()
+        try thread.sync {}
+        #expect(reports.events.map(\.description) == [])
+    }
+
+    @Test("the slow task among fast ones is the one named")
+    func culpritNamed() throws {
+        let (monitor, reports, reported) = try recordingMonitor(threshold: .milliseconds(100))
+        let thread = try LongThread(name: "lt-culprit")
+        defer { thread.stop() }
+        monitor.watch(thread)
+        let gate = Latch()
+        try thread.perform { gate.wait() }
+        for index in 0..<20 { try thread.perform(label: "fast-\(index)") { usleep(5_000) } }
+        try thread.perform(label: "culprit") { _ = reported.wait(timeout: .seconds(10)) }
+        gate.countDown()
+        try thread.sync {}
+        let report = try #require(reports.events.first)
+        #expect(reports.count == 1)
+        #expect(report.label == "culprit")
+        #expect(report.duration < .milliseconds(200))
+    }
+
+    @Test("a task keeps its label after a nested run, and its time restarts there")
+    func labelAfterNestedRun() throws {
+        let (monitor, reports, reported) = try recordingMonitor(threshold: .milliseconds(100))
+        let thread = try LongThread(name: "lt-nested-label")
+        defer { thread.stop() }
+        monitor.watch(thread)
+        let done = Latch()
+        try thread.perform(label: "outer") {
+            let inner = Latch()
+            try? thread.perform(label: "inner") { inner.countDown() }
+            _ = thread.runNested(in: .default, until: .now + .seconds(5)) { !inner.isOpen }
+            _ = reported.wait(timeout: .seconds(10))
+            done.countDown()
+        }
+        #expect(done.wait())
+        #expect(reports.events.map(\.label) == ["outer"])
+    }
+
+    @Test("a task sleeping in a nested run is not a stall: the loop turns")
+    func nestedSleepIsNotAStall() throws {
+        let reports = Recorder<StallMonitor.Report>()
+        let monitor = try StallMonitor(threshold: .milliseconds(50)) { reports.record($0) }
+        let thread = try LongThread(name: "lt-nested-idle")
+        defer { thread.stop() }
+        monitor.watch(thread)
+        try thread.sync(label: "waits nested") {
+            // The loop turns (and sleeps) for 200 ms inside the task: the thread is responsive.
+            _ = thread.runNested(in: .default, until: .now + .milliseconds(200)) { true }
+        }
+        #expect(reports.events.map(\.description) == [])
+    }
+}
+
+/// A monitor that records its reports and opens `reported` at the first.
+func recordingMonitor(threshold: Duration) throws -> (StallMonitor, Recorder<StallMonitor.Report>, Latch) {
+    let reports = Recorder<StallMonitor.Report>()
+    let reported = Latch()
+    let monitor = try StallMonitor(threshold: threshold) { report in
+        reports.record(report)
+        reported.countDown()
+    }
+    return (monitor, reports, reported)
+}
