@@ -137,6 +137,7 @@ extension ThreadCore: RunLoopEngineDelegate {
         if postedAt != 0 {
             waited = now > postedAt ? now - postedAt : 0
             batchOldestPostedAt.store(batchHead < batch.count ? batch[batchHead].postedAt : 0, ordering: .relaxed)
+            if timingItems { checkDelivery(of: item, waited: waited) }
         }
         guard timingItems || isMonitored.load(ordering: .relaxed) else {
             item.run()
@@ -245,7 +246,10 @@ extension ThreadCore: RunLoopEngineDelegate {
         }
         // After the store: a monitor that went idle before it is woken; one that goes idle after
         // it sees the store (StallMonitorState.run).
-        for monitor in monitors.withLock({ $0 }) { monitor.threadBecameBusy() }
+        // Inside the lock: a monitor unwatching meanwhile is released under it, not after.
+        monitors.withLock { monitors in
+            for monitor in monitors { monitor.threadBecameBusy() }
+        }
         return now
     }
 

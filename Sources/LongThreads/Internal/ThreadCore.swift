@@ -1,3 +1,4 @@
+import CLongThreadsShims
 import Foundation
 import Glibc
 import Synchronization
@@ -54,8 +55,12 @@ final class ThreadCore: @unchecked Sendable {
     let batchWaiting = Atomic<Int>(0)
     /// When the oldest item still waiting in `batch` was posted (0: none, or posts are not timed).
     let batchOldestPostedAt = Atomic<UInt64>(0)
+    /// The loop thread's kernel id (for a stall monitor's stack capture); 0 until the loop starts.
+    let kernelThreadID = Atomic<Int32>(0)
     /// Whether a stall monitor watches this thread (then a callout's start may have to wake it).
     let isMonitored = Atomic<Bool>(false)
+    /// The smallest delivery threshold of the monitors watching this thread, ns; 0: none.
+    let deliveryThreshold = Atomic<UInt64>(0)
     /// The monitors watching this thread.
     let monitors = Locked<[StallMonitorState]>([])
 
@@ -84,6 +89,8 @@ final class ThreadCore: @unchecked Sendable {
     /// The label of the item running at the innermost level, kept while timed (so the label comes
     /// back when a task's nested run returns).
     var itemLabel: String?
+    /// A slow delivery was reported and no item has started on time since (one report per backlog).
+    var slowDeliveryReported = false
     /// Entries of `batch` not yet taken.
     @exclusivity(unchecked) var untakenInBatch = 0
     var announcedReady = false
@@ -134,6 +141,8 @@ final class ThreadCore: @unchecked Sendable {
 
     private func threadMain() {
         PosixThread.setCurrentName(name ?? "LongThread")
+        kernelThreadID.store(CLongThreadsShims_gettid(), ordering: .relaxed)
+        CLongThreadsShims_stackCaptureUnblockHere() // a stall monitor may ask for its stack
         if let error = PosixThread.applyToCurrentThread(options.schedulingPolicy) {
             startError = error
             shared.withLock { $0.lifecycle.startFailed() }
