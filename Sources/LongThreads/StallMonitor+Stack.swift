@@ -132,7 +132,7 @@ enum StackSampler {
             }
         }
         names.withLock { cache in
-            if cache.count > 65_536 { cache.removeAll() }
+            if cache.count > 4_096 { cache.removeAll() }
             for entry in addresses {
                 cache[entry.address] = named[entry.address] ?? [StallMonitor.Frame(
                     address: entry.address, symbol: nil, image: nil, offset: 0, isLibrary: false

@@ -183,3 +183,48 @@ func recordingMonitor(threshold: Duration) throws -> (StallMonitor, Recorder<Sta
     }
     return (monitor, reports, reported)
 }
+
+@Suite("Stall monitor reports slow delivery", .serialized)
+struct SlowDeliveryTests {
+    @Test("an item that waited past the delivery threshold is reported once, with its label and the depth")
+    func slowDelivery() throws {
+        let reports = Recorder<StallMonitor.Report>()
+        let monitor = try StallMonitor(threshold: .seconds(10), deliveryThreshold: .milliseconds(50)) { reports.record($0) }
+        let thread = try LongThread(name: "lt-late")
+        defer { thread.stop() }
+        monitor.watch(thread)
+        let gate = Latch()
+        try thread.hold(until: gate)
+        try thread.perform(label: "late-1") {}
+        for index in 2...10 { try thread.perform(label: "late-\(index)") {} }
+        usleep(80_000) // the items wait behind the gate longer than the delivery threshold
+        gate.countDown()
+        try thread.sync {}
+        #expect(waitUntil { reports.count >= 1 })
+        try thread.sync {} // a later on-time item ends the backlog
+        let report = try #require(reports.events.first)
+        #expect(reports.count == 1) // once per backlog, not once per late item
+        #expect(report.kind == .slowDelivery)
+        #expect(report.label == "late-1")
+        #expect(report.duration >= .milliseconds(80))
+        // late-2...late-10 wait behind it (and the sync item, if it was posted in time).
+        #expect((9...10).contains(report.queueDepth))
+        #expect(report.description.contains("delivered late"))
+    }
+
+    @Test("items on time, and a thread with no delivery threshold, are not reported")
+    func onTime() throws {
+        let reports = Recorder<StallMonitor.Report>()
+        let monitor = try StallMonitor(threshold: .seconds(10)) { reports.record($0) }
+        let thread = try LongThread(name: "lt-ontime")
+        defer { thread.stop() }
+        monitor.watch(thread)
+        let gate = Latch()
+        try thread.hold(until: gate)
+        try thread.perform {}
+        usleep(50_000)
+        gate.countDown()
+        for _ in 0..<100 { try thread.sync {} }
+        #expect(reports.count == 0)
+    }
+}
