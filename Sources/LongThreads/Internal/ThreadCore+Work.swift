@@ -10,7 +10,7 @@ extension ThreadCore: RunLoopEngineDelegate {
     @inline(__always)
     func enqueue(_ item: WorkItem, modes: [RunLoop.Mode]?) throws(LongThreadError) {
         // Posts are timed only for someone who listens: the hot path reads no clock otherwise.
-        let postedAt = instrument != nil || isMonitored.load(ordering: .relaxed) ? CLongThreadsShims_monotonicNanoseconds() : 0
+        let postedAt = hasInstrument || isMonitored.load(ordering: .relaxed) ? CLongThreadsShims_monotonicNanoseconds() : 0
         let engineToWake = try shared.withLock { (state: inout SharedState) throws(LongThreadError) -> RunLoopEngine? in
             guard state.lifecycle.acceptsWork else { throw LongThreadError.stopped }
             var mask = ModeTable.defaultBit

@@ -15,6 +15,8 @@ final class ThreadCore: @unchecked Sendable {
     /// Whether an owner was given: the loop then checks it each time it wakes.
     let watchesOwner: Bool
     let instrument: (any LongThreadInstrument)?
+    /// `instrument != nil`, read per post without copying the existential (~50 instructions).
+    let hasInstrument: Bool
     /// Signalled on the loop thread when its run loop first runs (or when the start failed).
     let ready = OneShotEvent()
     /// Signalled by the pthread as its last act, after the loop released everything it held.
@@ -124,6 +126,7 @@ final class ThreadCore: @unchecked Sendable {
         self.watchesOwner = owner != nil
         self.owner = owner
         self.instrument = options.instrument
+        hasInstrument = options.instrument != nil
     }
 
     // MARK: - Start
