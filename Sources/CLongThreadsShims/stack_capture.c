@@ -126,15 +126,21 @@ int CLongThreadsShims_stackCapture(int32_t tid, int64_t timeoutNanoseconds, uint
     for (;;) {
         uint32_t state = atomic_load(&request.state);
         if (state == requestDone) break;
-        if (state == requestArmed && nowNanoseconds() >= deadline) {
+        if (nowNanoseconds() >= deadline) {
             uint32_t armed = requestArmed;
             if (atomic_compare_exchange_strong(&request.state, &armed, requestIdle)) {
                 atomic_store(&request.tid, 0);
                 return -ETIMEDOUT;
             }
-            continue; // the handler claimed it meanwhile: it finishes without blocking
+            if (state == requestRunning) {
+                // Claimed, but not finished in twice the time: a handler never blocks, so the
+                // thread is stopped (a debugger) or starved. Give up; the handler ends on its own
+                // and only ever writes into `request`, which the next capture re-arms.
+                if (nowNanoseconds() >= deadline + (uint64_t)timeoutNanoseconds) return -EBUSY;
+            }
         }
-        waitWhile(state, state == requestArmed ? deadline : 0);
+        uint64_t limit = state == requestArmed ? deadline : deadline + (uint64_t)timeoutNanoseconds;
+        if (nowNanoseconds() < limit) waitWhile(state, limit);
     }
     // The interrupted program counter first, then what backtrace(3) found below the handler's
     // own frames and the signal trampoline (the first frame at or below the interrupted one).

@@ -14,12 +14,16 @@ struct BacklogFigureTests {
         try thread.hold(until: gate)
         let count = 200
         let seen = Recorder<Int>()
+        let ran = Latch(count: count)
         for _ in 0..<count {
-            try thread.perform { seen.record(thread.statistics.pending) }
+            try thread.perform {
+                seen.record(thread.statistics.pending)
+                ran.countDown()
+            }
         }
         #expect(thread.statistics.pending == count)
         gate.countDown()
-        try thread.sync {}
+        #expect(ran.wait()) // nothing else is posted meanwhile
         // The k-th item sees the count - k - 1 behind it, though all of them were taken at once.
         #expect(seen.events == (0..<count).map { count - $0 - 1 })
         #expect(thread.statistics.pending == 0)

@@ -21,7 +21,8 @@ void CLongThreadsShims_stackCaptureUnblockHere(void);
 /// Signals thread `tid` of this process and waits, at most `timeoutNanoseconds`, for its handler
 /// to unwind its stack. Writes up to `capacity` return addresses to `frames`, the interrupted
 /// program counter first. Returns the count, or -ETIMEDOUT (the thread did not handle the signal
-/// in time: it blocks it, or it never runs), or -errno of tgkill. One capture at a time: the
+/// in time: it blocks it, or it never runs), -EBUSY (its handler started but did not finish in
+/// twice that time), or -errno of tgkill. One capture at a time: the
 /// caller serialises them.
 int CLongThreadsShims_stackCapture(int32_t tid, int64_t timeoutNanoseconds, uintptr_t *frames, int capacity);
 
