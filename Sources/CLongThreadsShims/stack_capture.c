@@ -50,7 +50,7 @@ static uintptr_t interruptedPC(void *context) {
 #endif
 }
 
-static void handler(int signo, siginfo_t *info, void *context) {
+static void CLongThreadsShims_stackCaptureHandler(int signo, siginfo_t *info, void *context) {
     (void)signo;
     (void)info;
     int saved = errno;
@@ -73,13 +73,13 @@ int CLongThreadsShims_stackCaptureInstall(void) {
     int signo = CLongThreadsShims_stackCaptureSignal();
     struct sigaction old;
     if (sigaction(signo, NULL, &old) != 0) return errno;
-    if ((old.sa_flags & SA_SIGINFO) && old.sa_sigaction == handler) return 0;
+    if ((old.sa_flags & SA_SIGINFO) && old.sa_sigaction == CLongThreadsShims_stackCaptureHandler) return 0;
     if ((old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL) return EBUSY;
     void *warmUp[4];
     (void)backtrace(warmUp, 4);
     struct sigaction action;
     memset(&action, 0, sizeof action);
-    action.sa_sigaction = handler;
+    action.sa_sigaction = CLongThreadsShims_stackCaptureHandler;
     action.sa_flags = SA_SIGINFO | SA_RESTART;
     sigfillset(&action.sa_mask);
     return sigaction(signo, &action, NULL) == 0 ? 0 : errno;

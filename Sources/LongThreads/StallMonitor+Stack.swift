@@ -99,6 +99,11 @@ enum StackSampler {
         let unknown = addresses.indices.filter { cached[$0] == nil }.map { (index: $0, address: addresses[$0]) }
         if !unknown.isEmpty { name(unknown) }
         var frames = names.withLock { cache in addresses.flatMap { cache[$0] ?? [] } }
+        // Under a sanitizer the handler runs later, from the sanitizer's own frames, which
+        // backtrace(3) then reports above the interrupted code: drop them, keep the first frame.
+        if let lastMachinery = frames.indices.dropFirst().prefix(while: { isCaptureMachinery(frames[$0]) }).last {
+            frames.removeSubrange(1...lastMachinery)
+        }
         if let lastWorkFrame = frames.lastIndex(where: isWork) {
             frames.removeSubrange((lastWorkFrame + 1)...)
         }
@@ -171,9 +176,19 @@ enum StackSampler {
             || name.hasPrefix("CFRunLoop") || name.hasPrefix("_CFRunLoop") || name.hasPrefix("__CFRUNLOOP_")
     }
 
+    /// The capture's signal handler, or a sanitizer's frames around it.
+    private static func isCaptureMachinery(_ frame: StallMonitor.Frame) -> Bool {
+        guard let symbol = frame.symbol else { return false }
+        return symbol.hasPrefix("CLongThreadsShims_stackCapture") || isSanitizer(symbol) || symbol == "__restore_rt"
+    }
+
+    private static func isSanitizer(_ symbol: String) -> Bool {
+        ["__tsan", "__asan", "__interceptor_", "__sanitizer", "__lsan", "__ubsan"].contains { symbol.hasPrefix($0) }
+    }
+
     /// A frame of the work itself: not the library's, not a compiler thunk, not in a system image.
     private static func isWork(_ frame: StallMonitor.Frame) -> Bool {
-        guard !frame.isLibrary, let symbol = frame.symbol else { return false }
+        guard !frame.isLibrary, let symbol = frame.symbol, !isSanitizer(symbol) else { return false }
         if symbol.hasPrefix("thunk for") || symbol.hasPrefix("reabstraction thunk") || symbol.hasPrefix("partial apply") {
             return false
         }
