@@ -183,7 +183,8 @@ enum StackSampler {
     }
 
     private static func isSanitizer(_ symbol: String) -> Bool {
-        ["__tsan", "__asan", "__interceptor_", "__sanitizer", "__lsan", "__ubsan"].contains { symbol.hasPrefix($0) }
+        ["__tsan", "__asan", "__interceptor_", "___interceptor_", "__sanitizer", "__lsan", "__ubsan", "asan_", "tsan_"]
+            .contains { symbol.hasPrefix($0) }
     }
 
     /// A frame of the work itself: not the library's, not a compiler thunk, not in a system image.
