@@ -110,8 +110,8 @@ enum StackSampler {
         return frames
     }
 
-    /// Names `addresses` with the toolchain's symbolicator (ELF symbol tables and DWARF: private
-    /// functions, inlined frames and source lines too) and caches the frames of each.
+    /// Names `addresses` with the toolchain's symbolicator (ELF symbol tables: private functions
+    /// too) and caches the frames of each.
     private static func name(_ addresses: [(index: Int, address: UInt)]) {
         // The first captured address is the interrupted instruction; the others return addresses
         // (the symbolicator looks one byte back for those).
@@ -121,7 +121,9 @@ enum StackSampler {
         let images = imageMap(covering: addresses.map(\.address))
         let backtrace = Backtrace(architecture: architecture, frames: richFrames, images: images)
         var named: [UInt: [StallMonitor.Frame]] = [:]
-        if let symbolicated = backtrace.symbolicated(with: images) {
+        // Symbol tables only: reading DWARF for inlined frames and source lines took seconds per
+        // report in a large (sanitizer) binary.
+        if let symbolicated = backtrace.symbolicated(with: images, options: [.useSymbolCache]) {
             for frame in symbolicated.frames {
                 let pc = frame.captured.originalProgramCounter
                 guard let address = UInt64(pc).map(UInt.init), addresses.contains(where: { $0.address == address }) else { continue }

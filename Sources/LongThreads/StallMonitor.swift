@@ -35,7 +35,7 @@ import Synchronization
 /// `SA_RESTART`, and only when nothing else handles the signal; it does only async-signal-safe
 /// work (it unwinds with `backtrace(3)` into memory prepared beforehand, and ignores the signal
 /// unless a capture of that very thread is under way). The monitor's thread then names the frames
-/// with the toolchain's symbolicator (`Runtime`: symbol tables, DWARF, inlined frames), marks the
+/// with the toolchain's symbolicator (`Runtime`, from the images' symbol tables), marks the
 /// library's own and trims the run loop's below the work. Every LongThread unblocks that signal in
 /// its own thread when it starts (threads inherit their creator's mask); no other thread is ever
 /// sent it, and a stray instance (say from `kill(1)`) is ignored by the handler.
