@@ -77,8 +77,8 @@ struct BacklogFigureTests {
         defer { thread.stop() }
         let gate = Latch()
         try thread.hold(until: gate)
-        let posted = ContinuousClock.now
         try thread.perform {}
+        let posted = ContinuousClock.now // after the post's own stamp: the wait is at least `held`
         usleep(50_000) // the item waits behind the blocker at least this long
         let held = posted.duration(to: .now)
         gate.countDown()
