@@ -58,16 +58,17 @@ say("the common-mode timer \(liveTicks) times (a default-mode NSTimer stops whil
 defaultTimer.cancel()
 commonTimer.cancel()
 
-step("6. A stall monitor catches a stuck task")
+step("6. A stall monitor catches a stuck task, with its stack, and the work that waited behind it")
 let stalls = DispatchSemaphore(value: 0)
-let monitor = try StallMonitor(threshold: .milliseconds(100)) { report in
-    print("   stall report: \(report)")
+let monitor = try StallMonitor(threshold: .milliseconds(100), deliveryThreshold: .milliseconds(100)) { report in
+    print("   \(report.kind == .slowDispatch ? "slow dispatch" : "slow delivery"): " + report.description.replacingOccurrences(of: "\n", with: "\n   "))
     stalls.signal()
 }
 monitor.watch(worker)
-try worker.perform(label: "parse feed") { usleep(250_000) }
-say("a task labelled \"parse feed\" blocks the worker for 250 ms ...")
-if stalls.wait(timeout: .now() + 10) == .timedOut {
+try worker.perform(label: "parse feed") { _ = parseFeed(for: .milliseconds(250)) }
+try worker.perform(label: "render") {}
+say("a task labelled \"parse feed\" keeps the worker busy for 250 ms; \"render\" waits behind it ...")
+for _ in 0..<2 where stalls.wait(timeout: .now() + 10) == .timedOut {
     say("no stall report within 10 s: that is a bug")
     exit(1)
 }
@@ -171,4 +172,13 @@ final class Counter: @unchecked Sendable {
     private var count = 0
     func add() { count += 1 }
     var value: Int { count }
+}
+
+/// The demo's stuck task: busy for `duration`, in a function the stall report's stack names.
+@inline(never)
+func parseFeed(for duration: Duration) -> UInt64 {
+    let end = ContinuousClock.now + duration
+    var checksum: UInt64 = 0
+    while ContinuousClock.now < end { checksum = checksum &* 31 &+ 7 }
+    return checksum
 }

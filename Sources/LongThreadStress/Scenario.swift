@@ -16,6 +16,7 @@ enum Scenario: String, CaseIterable, Sendable {
     case stopWithPendingTimers = "stop-with-pending-timers"
     case longTaskDuringStop = "long-task-during-stop"
     case millionQueued = "million-queued"
+    case watchedDuringStop = "watched-during-stop"
 
     var summary: String {
         switch self {
@@ -31,6 +32,8 @@ enum Scenario: String, CaseIterable, Sendable {
         case .stopWithPendingTimers: "stop while timers are pending: each fired or was cancelled"
         case .longTaskDuringStop: "a long task runs while stop waits"
         case .millionQueued: "stop with a million items still queued (drain or discard)"
+        case .watchedDuringStop:
+            "a stall monitor (stack capture, slow delivery) is watched and unwatched while stalling work runs and stop comes"
         }
     }
 
@@ -250,6 +253,26 @@ func runCycle(_ scenario: Scenario, choices: CycleChoices, producers: Int, hangT
             problems.append("a timer neither fired nor was cancelled: \(pending)")
         }
         if thread.statistics.pendingTimers != 0 { problems.append("timers still pending after stop") }
+
+    case .watchedDuringStop:
+        let thread = try LongThread(name: "stress")
+        let monitor = try StallMonitor(threshold: .microseconds(300), deliveryThreshold: .microseconds(500)) { _ in }
+        monitor.watch(thread)
+        // Stalls (past the threshold, in a system call) among the producers' short items.
+        let stallers = spawn {
+            for _ in 0..<20 { post(thread, ledger: ledger) { usleep(choices.taskMicroseconds / 10) } }
+        }
+        let toggler = spawn {
+            for round in 0..<200 {
+                if round % 2 == 0 { monitor.unwatch(thread) } else { monitor.watch(thread) }
+                usleep(50)
+            }
+        }
+        let workers = startProducers(producers) { thread }
+        usleep(choices.delayMicroseconds)
+        thread.stop(pending: choices.pending)
+        join(workers + [stallers, toggler])
+        discardedByThread = thread.statistics.discarded
 
     case .millionQueued:
         let thread = try LongThread(name: "stress")

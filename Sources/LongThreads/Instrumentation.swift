@@ -10,8 +10,9 @@ public enum LongThreadEvent: Sendable {
     /// The loop exited: `tasksRun` items ran in the thread's life, `discarded` were dropped unrun.
     /// Reported on the thread, its last act before it ends.
     case stopped(name: String?, tasksRun: Int, discarded: Int)
-    /// A drain ended: it ran `tasks` items in `busy`; its first item had waited `waited` since the
-    /// queue became non-empty; `queueDepth` items were queued when it ended. Reported on the thread.
+    /// A drain ended: it ran `tasks` items in `busy`; the longest any of them waited from its post
+    /// to its start was `waited`; `queueDepth` items were waiting when it ended (queued, or taken
+    /// into the batch and not yet run). Reported on the thread.
     case batch(name: String?, tasks: Int, busy: Duration, waited: Duration, queueDepth: Int)
     /// The loop woke from sleep. Reported on the thread.
     case wokeUp(name: String?)
@@ -24,7 +25,9 @@ public enum LongThreadEvent: Sendable {
 ///
 /// - Threading: `record` is called on the thread the event names (see each case), so it must be
 ///   cheap and must not block: it runs inside the thread's run loop. With no instrument set, the
-///   thread pays nothing for these events beyond one nil check per drain.
+///   thread pays nothing for these events beyond one nil check per drain. With one set, each post
+///   and each item's start read the monotonic clock (for `waited` and
+///   ``LongThread/Statistics/oldestPendingAge``).
 public protocol LongThreadInstrument: Sendable {
     /// Records one event. Called on the thread noted by the event's case.
     func record(_ event: LongThreadEvent)

@@ -1,9 +1,17 @@
+import CLongThreadsShims
+
 extension LongThread {
     /// A snapshot of a thread's counters.
     public struct Statistics: Sendable, Equatable {
-        /// Items waiting: accepted and not yet taken by the thread, plus those it holds back for a
-        /// mode it is not running. Items the thread took in its current batch are not counted.
+        /// Items waiting: accepted and not yet started, whether still queued or already taken
+        /// into the batch the thread is working through (including those it holds back for a mode
+        /// it is not running). The item running now is not counted.
         public var pending: Int
+        /// How long the oldest waiting item has waited since it was posted; nil when nothing
+        /// waits, or when posts are not timed: the thread times them only while it has an
+        /// instrument (``LongThread/Options/instrument``) or a ``StallMonitor`` watches it, so that
+        /// posting reads no clock otherwise.
+        public var oldestPendingAge: Duration?
         /// The most items that waited in the queue at once.
         public var highWaterMark: Int
         /// Items run so far.
@@ -22,13 +30,19 @@ extension LongThread {
 
     /// The thread's counters now.
     ///
-    /// - Callable from: any thread, without stopping the thread; costs one lock. The loop thread
-    ///   counts without the lock and publishes at each refill of its batch, so while one long batch
-    ///   runs the figures may lag by that batch.
+    /// - Callable from: any thread, without stopping the thread; costs one lock. `pending` and
+    ///   `oldestPendingAge` are current to the item; the loop thread counts the other figures
+    ///   without the lock and publishes them at least once per pass of its run loop (a pass runs
+    ///   queued work for at most about a millisecond, or one item when an item takes longer).
     public var statistics: Statistics {
-        core.shared.withLock { state in
-            Statistics(
-                pending: state.queue.count + state.batchPending,
+        let now = CLongThreadsShims_monotonicNanoseconds()
+        return core.shared.withLock { state in
+            let inBatch = core.batchWaiting.load(ordering: .relaxed)
+            let batchOldest = inBatch > 0 ? core.batchOldestPostedAt.load(ordering: .relaxed) : 0
+            let oldest = batchOldest != 0 ? batchOldest : state.queue.entries.first?.postedAt ?? 0
+            return Statistics(
+                pending: state.queue.count + inBatch,
+                oldestPendingAge: oldest == 0 ? nil : .nanoseconds(now > oldest ? now - oldest : 0),
                 highWaterMark: state.queue.highWaterMark,
                 tasksRun: state.tasksRun,
                 discarded: state.discarded,

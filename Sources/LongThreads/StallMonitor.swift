@@ -2,62 +2,103 @@ import CLongThreadsShims
 import Glibc
 import Synchronization
 
-/// Reports when one callout on a LongThread — a task or a timer — runs longer than a threshold:
-/// the lag monitor of the seeds, which watches run-loop activity to catch a stuck thread.
+/// Reports when one callout on a LongThread — a task, a timer or a descriptor handler — runs
+/// longer than a threshold: the lag monitor of the seeds, which watches run-loop activity to catch
+/// a stuck thread.
 ///
-/// One monitor serves many threads, with one thread of its own (``threadName``). A LongThread
-/// records when each of its callouts begins (a drain of queued work, a timer, a descriptor
-/// handler) whether or not it is watched; a watched thread starting a callout wakes an idle
-/// monitor once, and the monitor then sleeps until the earliest moment a running callout would
-/// cross the threshold. While every watched thread is idle the monitor sleeps with no timeout and
-/// costs no CPU (after at most one more wake-up, at the last callout's due time). A stall is
-/// reported once per callout, while it still runs, within the threshold plus the monitor's
-/// wake-up latency (well under twice the threshold), to the stalled thread's instrument and then
-/// to `handler` on the monitor's thread. A callout already running when ``watch(_:)`` is called
-/// counts from its start.
+/// One monitor serves many threads, with one thread of its own (``threadName``). A watched thread
+/// times each callout: each item of a drain is a callout of its own, so a report names the one
+/// item that ran past the threshold, never a batch of short ones. A watched thread starting a
+/// callout wakes an idle monitor once; the monitor then sleeps until the earliest moment a running
+/// callout would cross the threshold. While every watched thread is idle the monitor sleeps with no
+/// timeout and costs no CPU (after at most one more wake-up, at the last callout's due time). A
+/// stall is reported once per callout, while it still runs, within the threshold plus the
+/// monitor's wake-up latency (well under twice the threshold), to the stalled thread's instrument
+/// and then to `handler` on the monitor's thread. A callout already running when ``watch(_:)`` is
+/// called counts from the call.
 ///
-/// A task running the loop nested (``LongThread/runNested(in:until:while:)``) stays one callout:
-/// it is reported if the whole task runs past the threshold.
+/// A task that runs the loop nested (``LongThread/runNested(in:until:while:)``) pauses while the
+/// loop turns (the thread serves its other work meanwhile, so it is not stalled), and resumes as a
+/// new callout, under its label, when the nested run returns.
 ///
-/// The stalled thread's stack is not captured: that takes a signal, which would interrupt the
-/// thread's sleeping system calls with `EINTR`. The report names the thread and the task's label
-/// (`perform(label:)`), which is what a reader needs to find the culprit.
+/// With a ``deliveryThreshold`` the monitor also reports slow delivery: an item that started
+/// longer than that after its post (the thread was busy with earlier work). It is reported once
+/// per backlog: after a report, the next comes only once an item has started on time again.
+///
+/// ## The stalled thread's stack
+/// A slow-dispatch report carries the stalled thread's own stack (``Report/stack``), captured
+/// from that thread while the callout still runs: the monitor sends it a real-time signal
+/// (`SIGRTMIN + 6`) with `tgkill`, only after checking, under a protocol the loop thread takes part
+/// in, that the same callout still runs. A thread that is not stalled is never interrupted: if the
+/// callout ends meanwhile, the loop waits at its next callout boundary until the capture is over,
+/// so the signal lands in the library's own code. The handler is installed once, with
+/// `SA_RESTART`, and only when nothing else handles the signal; it does only async-signal-safe
+/// work (it unwinds with `backtrace(3)` into memory prepared beforehand, and ignores the signal
+/// unless a capture of that very thread is under way). The monitor's thread then names the frames
+/// with the toolchain's symbolicator (`Runtime`, from the images' symbol tables), marks the
+/// library's own and trims the run loop's below the work. Every LongThread unblocks that signal in
+/// its own thread when it starts (threads inherit their creator's mask); no other thread is ever
+/// sent it, and a stray instance (say from `kill(1)`) is ignored by the handler.
+///
+/// What the stalled work can observe: the signal interrupts it once per report. A system call it
+/// is blocked in is restarted where the kernel allows (`read`, `write`, `recv`, `send`,
+/// `accept`, `connect`, `open`, `wait`, `flock`, `pthread_mutex_lock`, futex waits, ...) and
+/// returns as it would have. Calls the kernel never restarts after a handler (see `signal(7)`)
+/// return `EINTR` (or a short count): `poll`, `ppoll`, `select`, `epoll_wait`, `nanosleep`,
+/// `clock_nanosleep`, `usleep`, `sleep` (which returns the time left), `sigtimedwait`, `io_getevents`,
+/// and socket reads and writes with a timeout set (`SO_RCVTIMEO`, `SO_SNDTIMEO`). Code that loops
+/// on `EINTR`, as such calls must anyway, sees nothing. Pass `capturesStacks: false` to turn
+/// capture off: no signal is ever sent, and reports carry no stack.
+///
+/// ## Cost
+/// An unwatched thread pays one load and one branch per item. A watched thread reads the clock
+/// when an item is posted and when it starts, and takes one uncontended lock for a labelled item.
+/// A stack capture costs the stalled thread one signal (microseconds) and the monitor the naming
+/// of its frames (cached by address).
 public final class StallMonitor: Sendable {
-    /// One stalled callout.
-    public struct Report: Sendable, CustomStringConvertible {
-        /// The stalled thread's name.
-        public var threadName: String?
-        /// The label of the work running, when it was posted with one.
-        public var label: String?
-        /// How long the callout had run when it was reported.
-        public var duration: Duration
-
-        /// One line for logs: the thread, the task's label, how long it has run.
-        public var description: String {
-            let what = label.map { "task \"\($0)\"" } ?? "a callout"
-            let millis = Double(duration.components.seconds) * 1000 + Double(duration.components.attoseconds) / 1e15
-            return "LongThread \(threadName.map { "\"\($0)\"" } ?? "(unnamed)") stalled: \(what) has run for \(Int(millis)) ms"
-        }
-    }
-
     /// The kernel name of the monitor's thread.
     public static let threadName = "stall.monitor"
 
-    /// The longest a callout may run before it is reported.
+    /// The longest a callout may run before it is reported (slow dispatch).
     public let threshold: Duration
+    /// The longest an item may wait between its post and its start before it is reported (slow
+    /// delivery); nil: not reported.
+    public let deliveryThreshold: Duration?
+    /// Whether slow-dispatch reports carry the stalled thread's stack.
+    public let capturesStacks: Bool
     private let state: StallMonitorState
     private let thread: pthread_t
 
-    /// Starts a monitor (and its thread) that reports callouts running longer than `threshold`.
+    /// Starts a monitor (and its thread) that reports callouts running longer than `threshold`
+    /// and, with a `deliveryThreshold`, items that start longer than that after their post.
     ///
-    /// - Parameter handler: Called on the monitor's thread, once per stalled callout. Keep it short:
-    ///   while it runs, other stalls wait.
+    /// - Parameters:
+    ///   - threshold: The longest a callout may run (slow dispatch).
+    ///   - deliveryThreshold: The longest an item may wait for its start (slow delivery); nil
+    ///     (the default) reports no slow delivery.
+    ///   - capturesStacks: Whether to capture a stalled thread's stack with a signal (see
+    ///     "The stalled thread's stack" above). Defaults to true.
+    ///   - handler: Called on the monitor's thread, once per report. Keep it short: while it
+    ///     runs, other reports wait.
     /// - Throws: ``LongThreadError/cannotStart(errno:)`` if its thread cannot be created.
-    /// - Precondition: `threshold` is positive.
-    public init(threshold: Duration, handler: @escaping @Sendable (Report) -> Void) throws(LongThreadError) {
+    /// - Precondition: `threshold` and `deliveryThreshold` are positive.
+    public init(
+        threshold: Duration,
+        deliveryThreshold: Duration? = nil,
+        capturesStacks: Bool = true,
+        handler: @escaping @Sendable (Report) -> Void
+    ) throws(LongThreadError) {
         precondition(threshold > .zero, "StallMonitor needs a positive threshold, got \(threshold)")
+        precondition(deliveryThreshold.map { $0 > .zero } ?? true, "StallMonitor needs a positive delivery threshold")
         self.threshold = threshold
-        let state = StallMonitorState(threshold: UInt64(threshold.clampedNanoseconds), handler: handler)
+        self.deliveryThreshold = deliveryThreshold
+        self.capturesStacks = capturesStacks
+        let state = StallMonitorState(
+            threshold: UInt64(threshold.clampedNanoseconds),
+            deliveryThreshold: deliveryThreshold.map { UInt64(max($0.clampedNanoseconds, 1)) } ?? 0,
+            capturesStacks: capturesStacks,
+            handler: handler
+        )
         self.state = state
         thread = try PosixThread.spawn(options: .init()) { state.run() }
     }
@@ -91,21 +132,33 @@ final class StallMonitorState: Sendable {
     /// One watched thread.
     private final class Watch: @unchecked Sendable {
         weak var core: ThreadCore?
+        /// When the watch began: a callout the loop did not time (it began before) counts from here.
+        let since: UInt64
         /// Monitor thread only: the callout start last reported, so each callout is reported once.
         var reportedStart: UInt64 = 0
-        init(core: ThreadCore) { self.core = core }
+        init(core: ThreadCore) {
+            self.core = core
+            since = CLongThreadsShims_monotonicNanoseconds()
+        }
     }
 
     private let threshold: UInt64
+    /// Nanoseconds; 0: slow delivery is not reported.
+    let deliveryThreshold: UInt64
+    private let capturesStacks: Bool
     private let handler: @Sendable (StallMonitor.Report) -> Void
     private let watches = Locked<[Watch]>([])
+    /// Slow deliveries the watched threads found, for the monitor's thread to hand on.
+    private let lateDeliveries = Locked<[(ThreadCore, StallMonitor.Report)]>([])
     private let bell = Doorbell()
     /// True while the monitor sleeps with no timeout: the next thread to start a callout rings.
     private let idle = Atomic<Bool>(false)
     private let running = Atomic<Bool>(true)
 
-    init(threshold: UInt64, handler: @escaping @Sendable (StallMonitor.Report) -> Void) {
+    init(threshold: UInt64, deliveryThreshold: UInt64, capturesStacks: Bool, handler: @escaping @Sendable (StallMonitor.Report) -> Void) {
         self.threshold = threshold
+        self.deliveryThreshold = deliveryThreshold
+        self.capturesStacks = capturesStacks
         self.handler = handler
     }
 
@@ -116,26 +169,42 @@ final class StallMonitorState: Sendable {
             return true
         }
         guard added else { return }
-        core.monitors.withLock { $0.append(self) }
-        core.isMonitored.store(true, ordering: .relaxed)
+        core.monitors.withLock { monitors in
+            monitors.append(self)
+            core.noteMonitorsChanged(monitors)
+        }
         // A callout may be running already: look now.
         bell.ring()
     }
 
     func detach(from core: ThreadCore) {
         watches.withLock { $0.removeAll { $0.core === core || $0.core == nil } }
-        let remaining = core.monitors.withLock { monitors -> Int in
+        core.monitors.withLock { monitors in
+            // The last reference to this state may go here, inside the lock the loop thread
+            // reads the list under (so the sanitizer sees the order).
             monitors.removeAll { $0 === self }
-            return monitors.count
+            core.noteMonitorsChanged(monitors)
         }
-        if remaining == 0 { core.isMonitored.store(false, ordering: .relaxed) }
     }
 
     func watchedCores() -> [ThreadCore] {
         watches.withLock { $0.compactMap(\.core) }
     }
 
-    /// A watched thread's loop thread, right after it recorded a callout's start.
+    /// A watched thread's loop thread, under its `monitors` lock: an item started `waited` after
+    /// its post, past the smallest delivery threshold of its monitors.
+    func deliveredLate(_ core: ThreadCore, label: String?, waited: UInt64, queueDepth: Int) {
+        guard deliveryThreshold != 0, waited >= deliveryThreshold else { return }
+        let report = StallMonitor.Report(
+            kind: .slowDelivery, threadName: core.name, label: label, duration: .nanoseconds(waited),
+            queueDepth: queueDepth, stack: [], stackNote: nil
+        )
+        lateDeliveries.withLock { $0.append((core, report)) }
+        bell.ring()
+    }
+
+    /// A watched thread's loop thread, under its `monitors` lock, right after it recorded a
+    /// callout's start.
     func threadBecameBusy() {
         if idle.load(ordering: .sequentiallyConsistent), idle.exchange(false, ordering: .sequentiallyConsistent) {
             bell.ring()
@@ -152,6 +221,7 @@ final class StallMonitorState: Sendable {
         PosixThread.setCurrentName(StallMonitor.threadName)
         while running.load(ordering: .sequentiallyConsistent) {
             let seen = bell.value
+            handOnLateDeliveries()
             var next = scan()
             if next == nil {
                 // Announce the idle sleep, then look once more: a callout that began before the
@@ -180,12 +250,16 @@ final class StallMonitorState: Sendable {
         }
         for watch in current {
             guard let core = watch.core else { continue }
-            let since = core.calloutStartedAt.load(ordering: .sequentiallyConsistent)
-            if since == 0 || since == watch.reportedStart { continue }
-            let due = since + threshold
+            let start = core.calloutStartedAt.load(ordering: .sequentiallyConsistent)
+            if start == 0 || start == watch.reportedStart { continue }
+            // A timed start is exact; an untimed one is the start of a drain that began before the
+            // watch (the loop times items from the next callout on), so it counts from the watch.
+            let isTimed = start & ThreadCore.timedBit != 0
+            let from = isTimed ? start & ~ThreadCore.timedBit : max(start, watch.since)
+            let due = from + threshold
             if now >= due {
-                watch.reportedStart = since
-                report(core, runningFor: now - since)
+                watch.reportedStart = start
+                report(core, start: start, runningFor: now > from ? now - from : 0)
             } else {
                 next = min(next ?? due, due)
             }
@@ -193,14 +267,39 @@ final class StallMonitorState: Sendable {
         return next
     }
 
-    private func report(_ core: ThreadCore, runningFor nanoseconds: UInt64) {
+    private func report(_ core: ThreadCore, start: UInt64, runningFor nanoseconds: UInt64) {
+        // The label is the callout's only if it was published under this very start.
+        let label = core.runningLabel.withLock { $0.start == start ? $0.label : nil }
+        var stack: [StallMonitor.Frame] = []
+        var stackNote: String?
+        if !capturesStacks {
+            stackNote = StackSampler.Failure.disabled.note
+        } else if start & ThreadCore.timedBit == 0 {
+            // Untimed: the loop does not stop at the next boundary for a capture.
+            stackNote = "the callout began before the watch; its stack is not captured"
+        } else {
+            switch StackSampler.capture(core, start: start) {
+            case .success(let frames): stack = frames
+            case .failure(let failure): stackNote = failure.note
+            }
+        }
         let report = StallMonitor.Report(
-            threadName: core.name,
-            label: core.currentLabel.withLock { $0 },
-            duration: .nanoseconds(nanoseconds)
+            kind: .slowDispatch, threadName: core.name, label: label, duration: .nanoseconds(nanoseconds),
+            queueDepth: core.pendingCount, stack: stack, stackNote: stackNote
         )
         core.instrument?.record(.stall(report))
         handler(report)
+    }
+
+    private func handOnLateDeliveries() {
+        let late = lateDeliveries.withLock { late in
+            defer { late.removeAll() }
+            return late
+        }
+        for (core, report) in late {
+            core.instrument?.record(.stall(report))
+            handler(report)
+        }
     }
 }
 

@@ -12,9 +12,9 @@ import Metrics
 ///
 /// | Label | Kind | What |
 /// |---|---|---|
-/// | `longthread.queue.depth` | gauge | items queued when a drain ended (0 once stopped) |
+/// | `longthread.queue.depth` | gauge | items waiting (queued or in the running batch) when a drain ended (0 once stopped) |
 /// | `longthread.tasks.run` | counter | items run (work, actor jobs, timers' items) |
-/// | `longthread.task.latency` | timer | per drain: how long its first item waited since the queue became non-empty |
+/// | `longthread.task.latency` | timer | per drain: the longest any of its items waited from its post to its start |
 /// | `longthread.busy` | timer | per drain: time spent running its items |
 /// | `longthread.wakeups` | counter | times the loop woke from sleep |
 /// | `longthread.tasks.discarded` | counter | items dropped unrun, counted when the thread stopped |
@@ -23,7 +23,8 @@ import Metrics
 /// ## Cost
 /// The metric objects are made once, in `init`, with the factory given (the application's
 /// `MetricsSystem.factory` by default); the thread then updates them once per drain and once per
-/// wake-up, never per task. A thread without an instrument pays nothing.
+/// wake-up, never per task. A thread with an instrument reads the monotonic clock when an item is
+/// posted and when it starts (to time its wait); a thread without an instrument pays nothing.
 ///
 /// - Threading: `record` runs on the thread that reports the event (mostly the LongThread
 ///   itself), so the metrics backend's handlers must be thread-safe and must not block, as

@@ -48,7 +48,7 @@ struct StressToolTests {
         let (listStatus, list) = try run(["--list"])
         #expect(listStatus == 0)
         let scenarios = list.split(separator: "\n").compactMap { $0.split(separator: ":").first.map(String.init) }
-        #expect(scenarios.count == 12)
+        #expect(scenarios.count == 13)
         for scenario in scenarios {
             let cycles = scenario == "million-queued" ? "1" : "15"
             let (status, output) = try run(["--scenario", scenario, "--cycles", cycles, "--seed", "3", "--quiet"])

@@ -72,4 +72,6 @@ void CLongThreadsShims_doorbellWait(CLongThreadsShims_Doorbell *bell, uint32_t s
 /// CLOCK_MONOTONIC in nanoseconds.
 uint64_t CLongThreadsShims_monotonicNanoseconds(void);
 
+#include "CLongThreadsShims_StackCapture.h"
+
 #endif

@@ -11,6 +11,8 @@ extension ThreadCore: RunLoopEngineDelegate {
     /// limit, throws `.queueFull` when full (see `Backpressure`).
     @inline(__always)
     func enqueue(_ item: WorkItem, modes: [RunLoop.Mode]?, atFront: Bool = false) throws(LongThreadError) {
+        // Posts are timed only for someone who listens: the hot path reads no clock otherwise.
+        let postedAt = hasInstrument || isMonitored.load(ordering: .relaxed) ? CLongThreadsShims_monotonicNanoseconds() : 0
         let engineToWake = try shared.withLock { (state: inout SharedState) throws(LongThreadError) -> RunLoopEngine? in
             guard state.lifecycle.acceptsWork else { throw LongThreadError.stopped }
             var mask = ModeTable.defaultBit
@@ -21,13 +23,12 @@ extension ThreadCore: RunLoopEngineDelegate {
             if hasQueueLimit { try state.backpressure?.admit(refusable: !atFront && !item.isJob) }
             let mustWake: Bool
             if atFront {
-                mustWake = state.queue.appendUrgent(QueueEntry(item: item, modes: .max))
+                mustWake = state.queue.appendUrgent(QueueEntry(item: item, modes: .max, postedAt: postedAt))
                 urgentPending.store(true, ordering: .relaxed)
             } else {
-                mustWake = state.queue.append(QueueEntry(item: item, modes: mask))
+                mustWake = state.queue.append(QueueEntry(item: item, modes: mask, postedAt: postedAt))
             }
             guard mustWake else { return nil }
-            if instrument != nil { state.queueNonEmptySince = CLongThreadsShims_monotonicNanoseconds() }
             // Only the producer that wakes the loop touches the engine (a shared refcount).
             return state.engine
         }
@@ -63,7 +64,7 @@ extension ThreadCore: RunLoopEngineDelegate {
         var ran = 0
         var totalRun = 0
         var refills = 0
-        var firstWaited: UInt64?
+        var longestWait: UInt64 = 0
         var yielded = false
         drain: while true {
             while index < batch.count {
@@ -75,29 +76,33 @@ extension ThreadCore: RunLoopEngineDelegate {
                     break drain
                 }
                 if batch[index].modes & eligible != 0 {
+                    let postedAt = batch[index].postedAt
                     let item = batch[index].take()
                     advanceBatchHead()
-                    run(item)
+                    untakenInBatch -= 1
+                    batchWaiting.store(untakenInBatch, ordering: .relaxed)
+                    if postedAt != 0 || timingItems || isMonitored.load(ordering: .relaxed) {
+                        longestWait = max(longestWait, runTimed(item, postedAt: postedAt))
+                    } else {
+                        item.run()
+                    }
                     ran += 1
                 }
                 index += 1
             }
             compactBatch(&index)
-            let leftovers = batch.count - batchHead
             let yieldToLoop = refills == Self.refillsPerCallout
-            let (gotMore, isStopping, nonEmptySince) = shared.withLock { state in
+            let (gotMore, isStopping) = shared.withLock { state in
                 publishCounters(into: &state, ran: ran)
-                if yieldToLoop, !state.queue.isEmpty { return (false, false, state.queueNonEmptySince) }
+                if yieldToLoop, !state.queue.isEmpty { return (false, false) }
+                let before = batch.count
                 let gotMore = state.queue.moveAll(to: &batch)
-                if !gotMore { state.batchPending = leftovers }
-                return (gotMore, state.lifecycle.isStopping, state.queueNonEmptySince)
+                if gotMore { noteBatchGrew(from: before) }
+                return (gotMore, state.lifecycle.isStopping)
             }
             refills += 1
             totalRun += ran
             ran = 0
-            if firstWaited == nil, gotMore, instrument != nil {
-                firstWaited = started > nonEmptySince ? started - nonEmptySince : 0
-            }
             if !gotMore {
                 if yieldToLoop && !isStopping {
                     // More work is queued, but timers, descriptor sources and observers get a pass
@@ -118,10 +123,10 @@ extension ThreadCore: RunLoopEngineDelegate {
         let busy = CLongThreadsShims_monotonicNanoseconds() - started
         shared.withLock { $0.busyNanoseconds += busy }
         if let instrument, totalRun > 0 {
-            let depth = shared.withLock { $0.queue.count }
+            let depth = shared.withLock { $0.queue.count } + untakenInBatch
             instrument.record(.batch(
                 name: name, tasks: totalRun, busy: .nanoseconds(busy),
-                waited: .nanoseconds(firstWaited ?? 0), queueDepth: depth
+                waited: .nanoseconds(longestWait), queueDepth: depth
             ))
         }
         if discardRequested.load(ordering: .relaxed) {
@@ -149,23 +154,67 @@ extension ThreadCore: RunLoopEngineDelegate {
                 urgent[index].take().discard()
                 discardedByLoop += 1
             } else {
-                run(urgent[index].take())
+                let postedAt = urgent[index].postedAt
+                let item = urgent[index].take()
+                if postedAt != 0 || timingItems || isMonitored.load(ordering: .relaxed) {
+                    _ = runTimed(item, postedAt: postedAt)
+                } else {
+                    item.run()
+                }
                 ran += 1
             }
         }
         return ran
     }
 
-    /// Runs one item, exposing its label (if any) to a stall monitor meanwhile.
-    @inline(__always)
-    private func run(_ item: WorkItem) {
-        guard let label = item.label else {
-            item.run()
-            return
+    /// Runs one item that someone times: a stall monitor (the item is a callout of its own, with
+    /// its label) or an instrument (how long it waited). Returns how long it waited since its post.
+    private func runTimed(_ item: WorkItem, postedAt: UInt64) -> UInt64 {
+        let now = CLongThreadsShims_monotonicNanoseconds()
+        var waited: UInt64 = 0
+        if postedAt != 0 {
+            waited = now > postedAt ? now - postedAt : 0
+            batchOldestPostedAt.store(batchHead < batch.count ? batch[batchHead].postedAt : 0, ordering: .relaxed)
+            if timingItems { checkDelivery(of: item, waited: waited) }
         }
-        currentLabel.withLock { $0 = label }
+        guard timingItems || isMonitored.load(ordering: .relaxed) else {
+            item.run()
+            return waited
+        }
+        timingItems = true
+        let outerLabel = itemLabel
+        itemLabel = item.label
+        publishItemStart(now | Self.timedBit)
         item.run()
-        currentLabel.withLock { $0 = nil }
+        itemLabel = outerLabel
+        return waited
+    }
+
+    /// Loop thread, timing: the item (or resumed task) labelled `itemLabel` starts at `start`.
+    private func publishItemStart(_ start: UInt64) {
+        if let itemLabel { runningLabel.withLock { $0 = (itemLabel, start) } }
+        publishCalloutStart(start)
+    }
+
+    /// Loop thread: moves the callout start. While a monitor samples this thread's stack (it saw
+    /// the old start and is about to signal, or has signalled), waits here, in the library's own
+    /// code, until the capture is over: the signal never interrupts the next callout. The two
+    /// sequentially consistent accesses pair with the monitor's in `StallMonitorState.capture`.
+    @inline(__always)
+    func publishCalloutStart(_ start: UInt64) {
+        calloutStartedAt.store(start, ordering: .sequentiallyConsistent)
+        if stackSampleRequested.load(ordering: .sequentiallyConsistent) {
+            while stackSampleRequested.load(ordering: .sequentiallyConsistent) { sched_yield() }
+        }
+    }
+
+    /// Loop thread: `batch` grew from `before` entries (a refill, under the lock).
+    private func noteBatchGrew(from before: Int) {
+        untakenInBatch += batch.count - before
+        batchWaiting.store(untakenInBatch, ordering: .relaxed)
+        if before == 0 || batchOldestPostedAt.load(ordering: .relaxed) == 0, batchHead < batch.count {
+            batchOldestPostedAt.store(batch[batchHead].postedAt, ordering: .relaxed)
+        }
     }
 
     func engineDidEnterRun() {
@@ -185,13 +234,18 @@ extension ThreadCore: RunLoopEngineDelegate {
             return hasWork(eligibleIn: mode, state: state)
         }
         if mustLook { engine?.signal() }
+        // The task's callout pauses: the loop turns again (a monitor sees an idle thread).
+        if calloutDepth > 0 { publishCalloutStart(0) }
     }
 
     func engineDidExitRun() {
         _ = runModes.popLast()
         // Back in the enclosing run (if any): work for its mode may have arrived meanwhile.
-        guard let enclosing = runModes.last else { return }
-        if shared.withLock({ hasWork(eligibleIn: enclosing, state: $0) }) { engine?.signal() }
+        if let enclosing = runModes.last, shared.withLock({ hasWork(eligibleIn: enclosing, state: $0) }) {
+            engine?.signal()
+        }
+        // The task that ran the loop nested resumes: a new callout, under its own label.
+        if calloutDepth > 0 { beginCallout(resuming: true) }
     }
 
     /// Loop thread, under the lock: whether accepted work not yet run may run in `mode`, or a
@@ -230,26 +284,40 @@ extension ThreadCore: RunLoopEngineDelegate {
 
     // MARK: - Callouts
 
-    /// Loop thread: a callout (drain, timer, descriptor handler) begins. Returns the time.
+    /// The low bit of `calloutStartedAt` that says the loop times each item (see there).
+    static let timedBit: UInt64 = 1
+
+    /// Loop thread: a callout (drain, timer, descriptor handler) begins, or (`resuming`) a task
+    /// whose nested run returned goes on. Returns the time.
+    @discardableResult
     @inline(__always)
-    func beginCallout() -> UInt64 {
+    func beginCallout(resuming: Bool = false) -> UInt64 {
         let now = CLongThreadsShims_monotonicNanoseconds()
-        calloutDepth += 1
-        if calloutDepth == 1 {
-            calloutStartedAt.store(now, ordering: .sequentiallyConsistent)
-            // After the store: a monitor that went idle before it is woken; one that goes idle
-            // after it sees the store (StallMonitorState.run).
-            if isMonitored.load(ordering: .relaxed) {
-                for monitor in monitors.withLock({ $0 }) { monitor.threadBecameBusy() }
-            }
+        if !resuming { calloutDepth += 1 }
+        timingItems = isMonitored.load(ordering: .relaxed)
+        guard timingItems else {
+            publishCalloutStart(max(now & ~Self.timedBit, 2))
+            return now
+        }
+        if resuming {
+            publishItemStart(now | Self.timedBit)
+        } else {
+            publishCalloutStart(now | Self.timedBit)
+        }
+        // After the store: a monitor that went idle before it is woken; one that goes idle after
+        // it sees the store (StallMonitorState.run).
+        // Inside the lock: a monitor unwatching meanwhile is released under it, not after.
+        monitors.withLock { monitors in
+            for monitor in monitors { monitor.threadBecameBusy() }
         }
         return now
     }
 
+    /// Loop thread: a callout ends; the loop turns again (at whatever depth it runs).
     @inline(__always)
     func endCallout() {
         calloutDepth -= 1
-        if calloutDepth == 0 { calloutStartedAt.store(0, ordering: .relaxed) }
+        publishCalloutStart(0)
     }
 
     // MARK: - Helpers
@@ -300,6 +368,9 @@ extension ThreadCore: RunLoopEngineDelegate {
         var dropped: [QueueEntry] = []
         swap(&dropped, &batch)
         batchHead = 0
+        untakenInBatch = 0
+        batchWaiting.store(0, ordering: .relaxed)
+        batchOldestPostedAt.store(0, ordering: .relaxed)
         for index in dropped.indices where !dropped[index].isTaken {
             dropped[index].take().discard()
             discardedByLoop += 1

@@ -1,3 +1,4 @@
+import CLongThreadsShims
 import Foundation
 import Glibc
 import Synchronization
@@ -16,6 +17,8 @@ final class ThreadCore: @unchecked Sendable {
     /// Whether `Options.queueLimit` bounds the queue (then posts may be refused or wait).
     let hasQueueLimit: Bool
     let instrument: (any LongThreadInstrument)?
+    /// `instrument != nil`, read per post without copying the existential (~50 instructions).
+    let hasInstrument: Bool
     /// Signalled on the loop thread when its run loop first runs (or when the start failed).
     let ready = OneShotEvent()
     /// Signalled by the pthread as its last act, after the loop released everything it held.
@@ -39,15 +42,32 @@ final class ThreadCore: @unchecked Sendable {
     let urgentPending = Atomic<Bool>(false)
     /// Bumped when the common set changes, so the loop thread drops its cached eligibility.
     let modesGeneration = Atomic<Int>(0)
-    /// The label of the item running now, if it has one (read by a stall monitor).
-    let currentLabel = Locked<String?>(nil)
+    /// The label of the labelled item running now and the `calloutStartedAt` value it ran under:
+    /// a monitor trusts the label only while that value is current. Written only while timed.
+    let runningLabel = Locked<(label: String?, start: UInt64)>((nil, 0))
     /// The targets of this thread's observers (`EngineItem.observer`).
     let observerTargets = ObserverTargets()
-    /// When the callout running now (a drain, a timer, a descriptor handler) began, monotonic ns;
-    /// 0 while the loop is between callouts. Written by the loop thread, read by stall monitors.
+    /// When the callout running now began, monotonic ns; 0 while the loop is in its run loop
+    /// (sleeping, between callouts, or inside a nested run). A callout is one item of a drain, a
+    /// timer or a descriptor handler; a task resumes as a new callout when its nested run returns.
+    /// The low bit (`timedBit`) is set while the loop times each item: then the value changes at
+    /// every item and callout boundary, always through `publishCalloutStart`. Written by the loop
+    /// thread, read by stall monitors.
     let calloutStartedAt = Atomic<UInt64>(0)
+    /// Set by a monitor about to signal the loop thread for its stack: the loop then waits at its
+    /// next callout boundary until the capture is over (`publishCalloutStart`), so the signal never
+    /// lands in a later callout.
+    let stackSampleRequested = Atomic<Bool>(false)
+    /// Items taken into `batch` and not yet run (published by the loop thread, for `statistics`).
+    let batchWaiting = Atomic<Int>(0)
+    /// When the oldest item still waiting in `batch` was posted (0: none, or posts are not timed).
+    let batchOldestPostedAt = Atomic<UInt64>(0)
+    /// The loop thread's kernel id (for a stall monitor's stack capture); 0 until the loop starts.
+    let kernelThreadID = Atomic<Int32>(0)
     /// Whether a stall monitor watches this thread (then a callout's start may have to wake it).
     let isMonitored = Atomic<Bool>(false)
+    /// The smallest delivery threshold of the monitors watching this thread, ns; 0: none.
+    let deliveryThreshold = Atomic<UInt64>(0)
     /// The monitors watching this thread.
     let monitors = Locked<[StallMonitorState]>([])
 
@@ -71,8 +91,17 @@ final class ThreadCore: @unchecked Sendable {
     var discardedByLoop = 0
     /// The mode of each run of the loop on the stack, innermost last (entry and exit observer).
     var runModes: [String] = []
-    /// Callouts on the stack: a task running the loop nested stays one callout.
+    /// Callouts on the stack (a task running the loop nested holds one while its nested ones run).
     var calloutDepth = 0
+    /// Whether the loop times each item of the running callout (a monitor watches).
+    @exclusivity(unchecked) var timingItems = false
+    /// The label of the item running at the innermost level, kept while timed (so the label comes
+    /// back when a task's nested run returns).
+    var itemLabel: String?
+    /// A slow delivery was reported and no item has started on time since (one report per backlog).
+    var slowDeliveryReported = false
+    /// Entries of `batch` not yet taken.
+    @exclusivity(unchecked) var untakenInBatch = 0
     var announcedReady = false
     /// errno of a failed start, written before `ready` is signalled.
     var startError: Int32?
@@ -89,14 +118,10 @@ final class ThreadCore: @unchecked Sendable {
         var engine: RunLoopEngine?
         /// Items run, published by the loop thread at each refill (it counts without the lock).
         var tasksRun = 0
-        /// Items the loop thread holds for another mode, published when a drain ends.
-        var batchPending = 0
         var wakeUps = 0
         var timersFired = 0
         var busyNanoseconds: UInt64 = 0
         var discarded = 0
-        /// When the queue last went from empty to non-empty (only kept with an instrument).
-        var queueNonEmptySince: UInt64 = 0
         /// Timers not yet fired or cancelled: a stop cancels them.
         var timers: [ObjectIdentifier: LongThreadTimer] = [:]
         /// Observers and descriptor sources: the loop's exit cancels them.
@@ -124,6 +149,7 @@ final class ThreadCore: @unchecked Sendable {
         var state = SharedState()
         state.backpressure = options.queueLimit.map(Backpressure.init)
         self.shared = Locked(state)
+        self.hasInstrument = options.instrument != nil
     }
 
     // MARK: - Start
@@ -145,6 +171,8 @@ final class ThreadCore: @unchecked Sendable {
 
     private func threadMain() {
         PosixThread.setCurrentName(name ?? "LongThread")
+        kernelThreadID.store(CLongThreadsShims_gettid(), ordering: .relaxed)
+        CLongThreadsShims_stackCaptureUnblockHere() // a stall monitor may ask for its stack
         if let error = PosixThread.applyToCurrentThread(options.schedulingPolicy) {
             startError = error
             shared.withLock { $0.lifecycle.startFailed() }

@@ -72,10 +72,12 @@ enum WorkItem {
     }
 }
 
-/// An entry of the queue: the item and the run-loop modes it may run in (`ModeTable` bits).
+/// An entry of the queue: the item, the run-loop modes it may run in (`ModeTable` bits), and when
+/// it was posted (monotonic ns; 0 when nobody listens: no instrument, no stall monitor).
 struct QueueEntry {
     var item: WorkItem
     var modes: ModeTable.Mask
+    var postedAt: UInt64 = 0
 
     /// Moves the item out, leaving `.taken` so the closure is released when the caller is done with it.
     /// A swap, not a copy and an overwrite: no retain/release pair per item.

@@ -1,0 +1,34 @@
+/// What a watched thread does for its stall monitors besides timing callouts (`ThreadCore+Work`).
+extension ThreadCore {
+    /// Items waiting: queued, or taken into the batch and not yet started. Any thread.
+    var pendingCount: Int {
+        shared.withLock { $0.queue.count } + batchWaiting.load(ordering: .relaxed)
+    }
+
+    /// Under the `monitors` lock, after the list changed: whether the loop times items and posts,
+    /// and the delivery threshold it checks.
+    func noteMonitorsChanged(_ monitors: [StallMonitorState]) {
+        let thresholds = monitors.map(\.deliveryThreshold).filter { $0 != 0 }
+        deliveryThreshold.store(thresholds.min() ?? 0, ordering: .relaxed)
+        isMonitored.store(!monitors.isEmpty, ordering: .relaxed)
+    }
+
+    /// Loop thread, timing: `item` starts `waited` after its post. Reports a slow delivery once
+    /// per backlog (Android's Looper does the same): again only after an item started on time.
+    @inline(__always)
+    func checkDelivery(of item: WorkItem, waited: UInt64) {
+        let limit = deliveryThreshold.load(ordering: .relaxed)
+        guard limit != 0 else { return }
+        guard waited >= limit else {
+            slowDeliveryReported = false
+            return
+        }
+        guard !slowDeliveryReported else { return }
+        slowDeliveryReported = true
+        let depth = pendingCount
+        let label = item.label
+        monitors.withLock { monitors in
+            for monitor in monitors { monitor.deliveredLate(self, label: label, waited: waited, queueDepth: depth) }
+        }
+    }
+}

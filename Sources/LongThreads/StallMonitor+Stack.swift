@@ -1,0 +1,201 @@
+import CLongThreadsShims
+import Glibc
+@_spi(Internal) import Runtime // Backtrace from captured addresses (pinned toolchain: 6.3)
+
+extension StallMonitor {
+    /// One frame of a stalled thread's stack, innermost first.
+    public struct Frame: Sendable, Hashable, CustomStringConvertible {
+        /// The instruction address: the interrupted one for the first frame, a return address
+        /// for the others.
+        public var address: UInt
+        /// The function's name, demangled; nil when the image does not export it (a `private`
+        /// or `static` function), then ``offset`` counts from the image's start.
+        public var symbol: String?
+        /// The file name of the executable or shared library the address is in.
+        public var image: String?
+        /// How far into ``symbol`` (or into the image) the address is.
+        public var offset: UInt
+        /// Whether the frame belongs to LongThreads or to the run loop under it (CoreFoundation,
+        /// Foundation's run loop), rather than to the work that stalled.
+        public var isLibrary: Bool
+
+        /// `symbol + offset (image)`, with `[LongThreads]` for the library's frames.
+        public var description: String {
+            let name = symbol ?? "0x" + String(address, radix: 16)
+            return "\(name) + \(offset) (\(image ?? "?"))\(isLibrary ? " [LongThreads]" : "")"
+        }
+    }
+}
+
+/// Captures a stalled thread's stack from the monitor's thread, with a signal to that thread only
+/// (`stack_capture.c` has the handler and its protocol), and names its frames.
+///
+/// Never interrupting a thread that is not stalled: the monitor raises the thread's
+/// `stackSampleRequested` flag, then checks that the same callout still runs, and only then
+/// signals. A loop thread that ends that callout meanwhile sees the flag at its next callout
+/// boundary (`ThreadCore.publishCalloutStart`: a sequentially consistent store, then load, against
+/// the monitor's store, then load) and waits there until the capture is over: the signal lands in
+/// the library's own wait, never in the next callout, and the report says the callout ended.
+enum StackSampler {
+    /// Why a report has no stack.
+    enum Failure: Error {
+        case disabled
+        case ended
+        case signalTaken(errno: Int32)
+        case timedOut
+        case failed(errno: Int32)
+
+        var note: String {
+            switch self {
+            case .disabled: "stack capture is off"
+            case .ended: "the callout ended while its stack was being captured"
+            case .signalTaken(let errno):
+                "stack capture unavailable: signal \(CLongThreadsShims_stackCaptureSignal()) is taken (errno \(errno))"
+            case .timedOut: "the thread did not answer the stack capture signal in time (it blocks the signal)"
+            case .failed(let errno): "stack capture failed (errno \(errno))"
+            }
+        }
+    }
+
+    /// The most frames kept.
+    static let capacity = 128
+    /// How long a capture waits for the thread's handler. A thread that blocks the signal makes
+    /// the monitor, and the thread itself if it reaches a callout boundary meanwhile, wait this long.
+    static let timeoutNanoseconds: Int64 = 100_000_000
+
+    /// One capture at a time in the process (the C side has one request slot), and the install.
+    private static let state = Locked<(installed: Int32?, buffer: UnsafeMutablePointer<UInt>)>(
+        (nil, .allocate(capacity: capacity))
+    )
+    /// Symbol lookups, by address: a stall repeats the same frames.
+    private static let names = Locked<[UInt: [StallMonitor.Frame]]>([:])
+
+    /// Monitor's thread: the stack of `core`'s loop thread, if the callout that began at `start`
+    /// (a timed one) still runs.
+    static func capture(_ core: ThreadCore, start: UInt64) -> Result<[StallMonitor.Frame], Failure> {
+        let addresses = state.withLock { state -> Result<[UInt], Failure> in
+            if state.installed == nil { state.installed = CLongThreadsShims_stackCaptureInstall() }
+            if let error = state.installed, error != 0 { return .failure(.signalTaken(errno: error)) }
+            let tid = core.kernelThreadID.load(ordering: .relaxed)
+            guard tid != 0 else { return .failure(.ended) }
+            core.stackSampleRequested.store(true, ordering: .sequentiallyConsistent)
+            defer { core.stackSampleRequested.store(false, ordering: .sequentiallyConsistent) }
+            guard core.calloutStartedAt.load(ordering: .sequentiallyConsistent) == start else { return .failure(.ended) }
+            let count = CLongThreadsShims_stackCapture(tid, timeoutNanoseconds, state.buffer, Int32(capacity))
+            if count == -ETIMEDOUT { return .failure(.timedOut) }
+            if count < 0 { return .failure(.failed(errno: -count)) }
+            // The loop waits at its next boundary while the flag is up: a changed start means the
+            // signal found it there, not in the stalled callout.
+            guard core.calloutStartedAt.load(ordering: .sequentiallyConsistent) == start else { return .failure(.ended) }
+            return .success(Array(UnsafeBufferPointer(start: state.buffer, count: Int(count))))
+        }
+        return addresses.map(symbolicate)
+    }
+
+    /// Names each address, marks the library's frames, and trims the loop's frames below the
+    /// work's outermost frame, so the stack reads from where the thread is to the work's entry.
+    static func symbolicate(_ addresses: [UInt]) -> [StallMonitor.Frame] {
+        let cached = names.withLock { cache in addresses.map { cache[$0] } }
+        let unknown = addresses.indices.filter { cached[$0] == nil }.map { (index: $0, address: addresses[$0]) }
+        if !unknown.isEmpty { name(unknown) }
+        var frames = names.withLock { cache in addresses.flatMap { cache[$0] ?? [] } }
+        // Under a sanitizer the handler runs later, from the sanitizer's own frames, which
+        // backtrace(3) then reports above the interrupted code: drop them, keep the first frame.
+        if let lastMachinery = frames.indices.dropFirst().prefix(while: { isCaptureMachinery(frames[$0]) }).last {
+            frames.removeSubrange(1...lastMachinery)
+        }
+        if let lastWorkFrame = frames.lastIndex(where: isWork) {
+            frames.removeSubrange((lastWorkFrame + 1)...)
+        }
+        return frames
+    }
+
+    /// Names `addresses` with the toolchain's symbolicator (ELF symbol tables: private functions
+    /// too) and caches the frames of each.
+    private static func name(_ addresses: [(index: Int, address: UInt)]) {
+        // The first captured address is the interrupted instruction; the others return addresses
+        // (the symbolicator looks one byte back for those).
+        let richFrames = addresses.map { entry -> RichFrame<UInt64> in
+            entry.index == 0 ? .programCounter(UInt64(entry.address)) : .returnAddress(UInt64(entry.address))
+        }
+        let images = imageMap(covering: addresses.map(\.address))
+        let backtrace = Backtrace(architecture: architecture, frames: richFrames, images: images)
+        var named: [UInt: [StallMonitor.Frame]] = [:]
+        // Symbol tables only: reading DWARF for inlined frames and source lines took seconds per
+        // report in a large (sanitizer) binary.
+        if let symbolicated = backtrace.symbolicated(with: images, options: [.useSymbolCache]) {
+            for frame in symbolicated.frames {
+                let pc = frame.captured.originalProgramCounter
+                guard let address = UInt64(pc).map(UInt.init), addresses.contains(where: { $0.address == address }) else { continue }
+                let symbol = frame.symbol
+                let name = symbol.map(\.name)
+                named[address, default: []].append(StallMonitor.Frame(
+                    address: address,
+                    symbol: name,
+                    image: symbol?.imageName ?? images.indexOfImage(at: pc).flatMap { images[$0].name },
+                    offset: UInt(max(symbol?.offset ?? 0, 0)),
+                    isLibrary: symbol.map { isLibrarySymbol(raw: $0.rawName, name: $0.name) } ?? false
+                ))
+            }
+        }
+        names.withLock { cache in
+            if cache.count > 4_096 { cache.removeAll() }
+            for entry in addresses {
+                cache[entry.address] = named[entry.address] ?? [StallMonitor.Frame(
+                    address: entry.address, symbol: nil, image: nil, offset: 0, isLibrary: false
+                )]
+            }
+        }
+    }
+
+    /// The process's images, captured again only when an address falls outside them (a library
+    /// loaded since). Monitor threads only, under `names`' lock.
+    private static let images = Locked<ImageMap?>(nil)
+
+    private static func imageMap(covering addresses: [UInt]) -> ImageMap {
+        images.withLock { map in
+            if let known = map, addresses.allSatisfy({ known.indexOfImage(at: Backtrace.Address(UInt64($0))) != nil }) {
+                return known
+            }
+            let fresh = ImageMap.capture()
+            map = fresh
+            return fresh
+        }
+    }
+
+    #if arch(x86_64)
+    private static let architecture = "x86_64"
+    #elseif arch(arm64)
+    private static let architecture = "arm64"
+    #else
+    private static let architecture = "unknown"
+    #endif
+
+    /// LongThreads' own code (its Swift symbols carry the module's mangled name), or the run loop
+    /// it drives.
+    private static func isLibrarySymbol(raw: String, name: String) -> Bool {
+        raw.hasPrefix("$s11LongThreads") || raw.hasPrefix("_$s11LongThreads") || name.hasPrefix("__CFRunLoop")
+            || name.hasPrefix("CFRunLoop") || name.hasPrefix("_CFRunLoop") || name.hasPrefix("__CFRUNLOOP_")
+    }
+
+    /// The capture's signal handler, or a sanitizer's frames around it.
+    private static func isCaptureMachinery(_ frame: StallMonitor.Frame) -> Bool {
+        guard let symbol = frame.symbol else { return false }
+        return symbol.hasPrefix("CLongThreadsShims_stackCapture") || isSanitizer(symbol) || symbol == "__restore_rt"
+    }
+
+    private static func isSanitizer(_ symbol: String) -> Bool {
+        ["__tsan", "__asan", "__interceptor_", "___interceptor_", "__sanitizer", "__lsan", "__ubsan", "asan_", "tsan_"]
+            .contains { symbol.hasPrefix($0) }
+    }
+
+    /// A frame of the work itself: not the library's, not a compiler thunk, not in a system image.
+    private static func isWork(_ frame: StallMonitor.Frame) -> Bool {
+        guard !frame.isLibrary, let symbol = frame.symbol, !isSanitizer(symbol) else { return false }
+        if symbol.hasPrefix("thunk for") || symbol.hasPrefix("reabstraction thunk") || symbol.hasPrefix("partial apply") {
+            return false
+        }
+        let systemImages = ["libc.so", "ld-linux", "libswift", "libFoundation", "libCoreFoundation", "libdispatch", "libgcc_s", "libBlocksRuntime"]
+        return !systemImages.contains { frame.image?.hasPrefix($0) ?? false }
+    }
+}

@@ -1,0 +1,174 @@
+import CLongThreadsShims
+import Foundation
+import LongThreads
+import Testing
+
+// Functions the stalled tasks are stuck in: the reports' stacks must name them. Not inlined,
+// and visible to the dynamic linker (not private), so that the stack can name them.
+
+@inline(never)
+func stallSpinning(until latch: Latch) {
+    while !latch.isOpen {}
+}
+
+@inline(never)
+func stallInPoll(_ fd: Int32, milliseconds: Int32 = -1) -> Int32 {
+    var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+    // poll is never restarted after a handler (signal(7)): like any poll loop, retry on EINTR.
+    while true {
+        let rc = poll(&entry, 1, milliseconds)
+        if rc >= 0 || errno != EINTR { return rc }
+    }
+}
+
+@inline(never)
+func stallInMutexLock(_ mutex: UnsafeMutablePointer<pthread_mutex_t>) {
+    pthread_mutex_lock(mutex)
+    pthread_mutex_unlock(mutex)
+}
+
+/// Returns read(2)'s result and errno: SA_RESTART restarts the read, so no EINTR.
+@inline(never)
+func stallInRead(_ fd: Int32) -> (Int, Int32) {
+    var byte: UInt8 = 0
+    let rc = read(fd, &byte, 1)
+    return (rc, rc < 0 ? errno : 0)
+}
+
+extension StallMonitoring {
+    @Suite("Stall reports carry the stalled thread's stack", .serialized)
+    struct StackCaptureTests {
+        /// Runs `stuck` as a labelled task on a watched thread until the first report arrives, then
+        /// `release`; returns the report and what the task returned.
+        private func report<T: Sendable>(
+            _ name: String,
+            capturesStacks: Bool = true,
+            release: @escaping @Sendable () -> Void = {},
+            _ stuck: @escaping @Sendable (Latch) -> T
+        ) throws -> (StallMonitor.Report, T?) {
+            let reports = Recorder<StallMonitor.Report>()
+            let reported = Latch()
+            let monitor = try StallMonitor(threshold: .milliseconds(50), capturesStacks: capturesStacks) { report in
+                reports.record(report)
+                reported.countDown()
+                release()
+            }
+            let thread = try LongThread(name: name)
+            defer { thread.stop() }
+            monitor.watch(thread)
+            let result = Recorder<T>()
+            try thread.perform(label: name) { result.record(stuck(reported)) }
+            #expect(reported.wait())
+            try thread.sync {}
+            let first = try #require(reports.events.first)
+            return (first, result.events.first)
+        }
+
+        private func names(_ report: StallMonitor.Report) -> [String] {
+            report.stack.map { $0.symbol ?? "?" }
+        }
+
+        @Test("a spinning task: the stack names the function, first frames the task's")
+        func spinning() throws {
+            let (report, _) = try report("lt-spin") { stallSpinning(until: $0) }
+            #expect(report.kind == .slowDispatch)
+            #expect(names(report).contains { $0.contains("stallSpinning") }, "\(report)")
+            // The run loop under the task is trimmed; the capture's own frames are not there.
+            #expect(!names(report).contains { $0.contains("engineServiceWork") || $0.contains("CFRunLoopRun") }, "\(report)")
+            #expect(!names(report).contains { $0.contains("handler") && $0.contains("stack") }, "\(report)")
+        }
+
+        @Test("a task in poll: the stack names poll and the caller; poll returns the data")
+        func inPoll() throws {
+            var fds: [Int32] = [0, 0]
+            #expect(pipe(&fds) == 0)
+            defer { close(fds[0]); close(fds[1]) }
+            let (readEnd, writeEnd) = (fds[0], fds[1])
+            let (report, result) = try report("lt-poll", release: { _ = write(writeEnd, "x", 1) }) { _ in stallInPoll(readEnd) }
+            #expect(names(report).contains { $0.contains("poll") }, "\(report)")
+            #expect(names(report).contains { $0.contains("stallInPoll") }, "\(report)")
+            #expect(result == 1)
+        }
+
+        @Test("a task in pthread_mutex_lock: the stack names it and the caller")
+        func inMutexLock() throws {
+            let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+            mutex.initialize(to: pthread_mutex_t())
+            pthread_mutex_init(mutex, nil)
+            defer { pthread_mutex_destroy(mutex); mutex.deallocate() }
+            pthread_mutex_lock(mutex)
+            let box = UnsafeSendable(mutex)
+            let (report, _) = try report("lt-mutex", release: { pthread_mutex_unlock(box.value) }) { _ in stallInMutexLock(box.value) }
+            #expect(names(report).contains { $0.contains("pthread_mutex_lock") || $0.contains("lll_lock_wait") }, "\(report)")
+            #expect(names(report).contains { $0.contains("stallInMutexLock") }, "\(report)")
+        }
+
+        @Test("a task in read on a pipe: the stack names it; the read then returns the data, not EINTR")
+        func inRead() throws {
+            var fds: [Int32] = [0, 0]
+            #expect(pipe(&fds) == 0)
+            defer { close(fds[0]); close(fds[1]) }
+            let (readEnd, writeEnd) = (fds[0], fds[1])
+            let (report, result) = try report("lt-read", release: { _ = write(writeEnd, "x", 1) }) { _ in stallInRead(readEnd) }
+            #expect(names(report).contains { $0.contains("read") }, "\(report)")
+            #expect(names(report).contains { $0.contains("stallInRead") }, "\(report)")
+            #expect(result?.0 == 1)
+            #expect(result?.1 == 0)
+        }
+
+        @Test("with capture off, no signal: the report says so and has no stack")
+        func captureOff() throws {
+            let (report, _) = try report("lt-nostack", capturesStacks: false) { stallSpinning(until: $0) }
+            #expect(report.stack.isEmpty)
+            #expect(report.stackNote == "stack capture is off")
+        }
+
+        @Test("a stray instance of the signal is ignored")
+        func straySignal() throws {
+            let thread = try LongThread(name: "lt-stray")
+            defer { thread.stop() }
+            let (_, _) = try report("lt-arm") { stallSpinning(until: $0) } // installs the handler
+            let tid = try thread.kernelThreadID()
+            // As from kill(1) aimed at the thread: no capture is under way for it.
+            #expect(CLongThreadsShims_stackCaptureSignalThread(tid) == 0)
+            #expect(try thread.sync { 42 } == 42)
+        }
+
+        @Test("hundreds of reports, many racing the callout's end, stay clean", .timeLimit(.minutes(1)))
+        func manyReports() throws {
+            let reports = Counter()
+            let all = Counter()
+            let enough = 300
+            let done = Latch()
+            let monitor = try StallMonitor(threshold: .microseconds(200)) { report in
+                all.increment()
+                if !report.stack.isEmpty { reports.increment() }
+                if reports.value == enough { done.countDown() }
+            }
+            let thread = try LongThread(name: "lt-many")
+            defer { thread.stop() }
+            monitor.watch(thread)
+            // Short tasks in poll and in nanosleep, back to back: many end while being captured. (They
+            // wait in system calls, so the same few addresses come back: naming them is cached.)
+            var fds: [Int32] = [0, 0]
+            #expect(pipe(&fds) == 0)
+            defer { close(fds[0]); close(fds[1]) }
+            let readEnd = fds[0]
+            for round in 0..<100_000 where !done.isOpen {
+                if round % 2 == 0 {
+                    try thread.perform { _ = stallInPoll(readEnd, milliseconds: 1) }
+                } else {
+                    try thread.perform { usleep(700) }
+                }
+                if round % 64 == 0 { try thread.sync {} }
+            }
+            #expect(done.wait(timeout: .seconds(30)), "\(reports.value) of \(all.value) reports with a stack")
+        }
+    }
+}
+
+/// A pointer passed between threads in a test that orders its uses itself.
+struct UnsafeSendable<T>: @unchecked Sendable {
+    let value: T
+    init(_ value: T) { self.value = value }
+}
