@@ -34,7 +34,7 @@ func executorExample() async throws -> (Int, Bool) {
     defer { thread.stop() }
     let db = Database(thread: thread)
     _ = await db.insert()                        // a hop onto "db", FIFO with perform work
-    let rows = try thread.sync { db.rowsFromThreadWork() }
+    let rows = try await thread.run { db.rowsFromThreadWork() }
     let onThread = await withTaskExecutorPreference(thread) {
         async let child = LongThread.current === thread   // child tasks run on "db" too
         return await child
