@@ -3,10 +3,15 @@
 # AddressSanitizer (LeakSanitizer included), each followed by a bounded mixed run of the
 # stop-and-teardown stress tool built with the same sanitizer, then the demo built in release mode
 # (closures from top-level @MainActor code must run on a LongThread without tripping isolation
-# checks there too). STRESS_SECONDS sets the length of each stress run (default 45).
+# checks there too). Missing Debian packages are installed first (scripts/ensure-packages.sh).
+# STRESS_SECONDS sets the length of each stress run (default 45).
 # XCTest's own runner is disabled: there are no XCTests, and LeakSanitizer reports its leaks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# The daemon example and its tests need Debian packages: install them if missing (as root), or
+# print the command to run.
+bash scripts/ensure-packages.sh
 
 echo "== swift test"
 swift test --disable-xctest
