@@ -50,8 +50,10 @@ public final class StallMonitor: Sendable {
 
     /// Starts a monitor (and its thread) that reports callouts running longer than `threshold`.
     ///
-    /// - Parameter handler: Called on the monitor's thread, once per stalled callout. Keep it short:
-    ///   while it runs, other stalls wait.
+    /// - Parameters:
+    ///   - threshold: How long a callout (a task or a timer) may run before it is reported; positive.
+    ///   - handler: Called on the monitor's thread, once per stalled callout. Keep it short: while
+    ///     it runs, other stalls wait.
     /// - Throws: ``LongThreadError/cannotStart(errno:)`` if its thread cannot be created.
     /// - Precondition: `threshold` is positive.
     public init(threshold: Duration, handler: @escaping @Sendable (Report) -> Void) throws(LongThreadError) {

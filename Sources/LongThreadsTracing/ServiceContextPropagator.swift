@@ -1,12 +1,12 @@
 import LongThreads
 import Tracing
 
-/// Carries swift-distributed-tracing's `ServiceContext` to work posted on a ``LongThreads/LongThread``,
+/// Carries swift-distributed-tracing's `ServiceContext` to work posted on a `LongThread`,
 /// and optionally traces each such task as a span with its queue wait.
 ///
 /// `ServiceContext.current` is a task-local: work posted with `perform`, `sync` or `run` runs on the
 /// thread's run loop, outside the poster's task, and would see nil. Installed as
-/// ``LongThreads/LongThread/contextPropagator`` (``bootstrap(tracingTasks:tracer:)`` does it), this
+/// `LongThread.contextPropagator` (``bootstrap(tracingTasks:tracer:)`` does it), this
 /// captures the poster's context at post time and makes it current around the work on the thread.
 ///
 /// With `tracingTasks`, each task posted from a context runs in a span of its own: named after the
@@ -33,7 +33,7 @@ public struct ServiceContextPropagator: ContextPropagator {
     }
 
     /// Installs a ``ServiceContextPropagator`` as the process-wide
-    /// ``LongThreads/LongThread/contextPropagator``, replacing any other.
+    /// `LongThread.contextPropagator`, replacing any other.
     ///
     /// Call it once at start-up, after bootstrapping the tracer, before posting work.
     /// - Parameters:
