@@ -65,7 +65,9 @@ let package = Package(
         .executableTarget(
             name: "LongThreadDemo",
             dependencies: ["LongThreads", "AFNetworkingExample", "WeexExample"],
-            path: "Examples/Demo"
+            path: "Examples/Demo",
+            // Top-level code, as in README: an `await` that picks a blocking overload must fail.
+            swiftSettings: [.unsafeFlags(["-warnings-as-errors"])]
         ),
         .executableTarget(name: "LongThreadDaemon", dependencies: ["DaemonExample"], path: "Examples/Daemon/Main"),
         .executableTarget(
@@ -91,7 +93,9 @@ let package = Package(
                 .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
             ],
-            path: "Tests/LongThreadsIntegrationTests"
+            path: "Tests/LongThreadsIntegrationTests",
+            // README's snippets are compiled here: one that warns must fail the build.
+            swiftSettings: [.unsafeFlags(["-warnings-as-errors"])]
         ),
         .testTarget(
             name: "ExamplesTests",

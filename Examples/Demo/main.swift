@@ -99,7 +99,7 @@ let waiter = Task.detached { () -> String in
 while other.statistics.pending == 0 { await Task.yield() } // the waiter's item is queued
 other.stop(waitUntilDone: false, pending: .discard)
 gate.signal()
-other.stop()
+await other.waitUntilExit() // suspends: top-level code picks the async overload (built with warnings as errors)
 say("a caller awaiting queued work was told: \(await waiter.value)")
 
 step("9. Weex: bridge and component threads, layout, results on the main run loop")
