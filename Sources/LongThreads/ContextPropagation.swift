@@ -41,31 +41,52 @@ extension LongThread {
     ///
     /// Set it once at start-up, before posting work; `LongThreadsTracing`'s bootstrap does. Work
     /// posted after the change sees the new propagator; work already queued keeps what it captured.
-    /// With none set, a post pays one relaxed atomic load for this feature.
+    /// With none set, a post pays one atomic load (acquiring: a plain load on x86-64) for this
+    /// feature; with one set, no lock either.
     ///
     /// - Callable from: any thread; reading and writing are safe while threads post work.
     public static var contextPropagator: (any ContextPropagator)? {
-        get { ContextCarrier.installed.withLock { $0 } }
-        set {
-            ContextCarrier.installed.withLock { installed in
-                installed = newValue
-                ContextCarrier.isActive.store(newValue != nil, ordering: .relaxed)
-            }
-        }
+        get { ContextCarrier.installed()?.propagator }
+        set { ContextCarrier.install(newValue) }
     }
 }
 
 /// Where the three posting paths wrap their work when a ``ContextPropagator`` is installed.
 enum ContextCarrier {
-    /// Whether a propagator is installed: the one load a post pays when none is.
-    static let isActive = Atomic<Bool>(false)
-    static let installed = Mutex<(any ContextPropagator)?>(nil)
+    /// The installed propagator, boxed so that one pointer publishes it.
+    final class Installed: Sendable {
+        let propagator: any ContextPropagator
+        init(_ propagator: any ContextPropagator) { self.propagator = propagator }
+    }
+
+    /// The address of a retained `Installed`, or 0: the one load a post pays when no propagator is
+    /// installed. (An address, as `UnsafeRawPointer` is not `Sendable`.)
+    /// Read without a lock, so a replaced box cannot be freed (a post may be reading it): it moves
+    /// to `retired`, where it stays reachable. Propagators are set once at start-up, so these are few.
+    private static let current = Atomic<UInt>(0)
+    private static let retired = Mutex<[Installed]>([])
+
+    static func install(_ propagator: (any ContextPropagator)?) {
+        let box = propagator.map { UInt(bitPattern: Unmanaged.passRetained(Installed($0)).toOpaque()) } ?? 0
+        let old = current.exchange(box, ordering: .acquiringAndReleasing)
+        guard let address = UnsafeRawPointer(bitPattern: old) else { return }
+        let replaced = Unmanaged<Installed>.fromOpaque(address)
+        retired.withLock { $0.append(replaced.takeUnretainedValue()) }
+        replaced.release()
+    }
+
+    @inline(__always)
+    static func installed() -> Installed? {
+        guard let box = UnsafeRawPointer(bitPattern: current.load(ordering: .acquiring)) else { return nil }
+        return Unmanaged<Installed>.fromOpaque(box).takeUnretainedValue()
+    }
 
     /// The work to queue for fire-and-forget `work`: `work` itself, or `work` run in the poster's context.
     @inline(__always)
     static func carry(_ work: @escaping @Sendable () -> Void, label: String?) -> @Sendable () -> Void {
-        guard isActive.load(ordering: .relaxed) else { return work }
-        guard let (propagator, captured) = capture(label: label) else { return work }
+        guard let installed = installed() else { return work }
+        let propagator = installed.propagator
+        guard let captured = propagator.capture(label: label) else { return work }
         return { propagator.restore(captured, label: label, around: work) }
     }
 
@@ -73,8 +94,9 @@ enum ContextCarrier {
     /// it runs while its caller waits.
     @inline(__always)
     static func carry(_ work: @escaping () -> Void, label: String?) -> () -> Void {
-        guard isActive.load(ordering: .relaxed) else { return work }
-        guard let (propagator, captured) = capture(label: label) else { return work }
+        guard let installed = installed() else { return work }
+        let propagator = installed.propagator
+        guard let captured = propagator.capture(label: label) else { return work }
         return { propagator.restore(captured, label: label, around: work) }
     }
 
@@ -84,15 +106,9 @@ enum ContextCarrier {
         _ work: @escaping @Sendable () throws -> T,
         label: String?
     ) -> @Sendable () throws -> T {
-        guard isActive.load(ordering: .relaxed) else { return work }
-        guard let (propagator, captured) = capture(label: label) else { return work }
+        guard let installed = installed() else { return work }
+        let propagator = installed.propagator
+        guard let captured = propagator.capture(label: label) else { return work }
         return { try propagator.restore(captured, label: label, around: work) }
-    }
-
-    private static func capture(label: String?) -> (any ContextPropagator, any Sendable)? {
-        guard let propagator = installed.withLock({ $0 }),
-              let captured = propagator.capture(label: label)
-        else { return nil }
-        return (propagator, captured)
     }
 }

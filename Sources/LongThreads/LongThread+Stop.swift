@@ -21,6 +21,9 @@ extension LongThread {
     /// > for the caller (for example a task that calls `sync` on the thread that is stopping this
     /// > one). Use ``waitUntilExit(timeout:)`` to bound such a wait.
     ///
+    /// From async code, a waiting stop holds a thread of the cooperative pool while the thread
+    /// drains: there, prefer `stop(waitUntilDone: false)` followed by `await` ``waitUntilExit()``.
+    ///
     /// - Parameters:
     ///   - waitUntilDone: Whether to block until the thread has ended and been joined.
     ///   - pending: What becomes of work accepted but not yet run: ``PendingWork/drain`` runs it,
