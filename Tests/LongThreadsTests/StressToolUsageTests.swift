@@ -4,10 +4,13 @@ import Testing
 
 /// The command line of `longthread-stress` (swift-argument-parser): usage errors on standard
 /// error with exit status 64, `--version`, fractional durations.
-@Suite("longthread-stress usage", .timeLimit(.minutes(1)))
-struct StressToolUsageTests {
+///
+/// In the `longthread-stress` suite, which is serialized: these synchronous tests block a thread
+/// of the cooperative pool while the tool runs, and two such suites side by side starved the pool
+/// (2 threads here) that other suites' tasks need.
+extension StressToolTests {
     /// Runs the tool; returns its exit status, standard output and standard error.
-    func run(_ arguments: [String]) throws -> (status: Int32, output: String, errors: String) {
+    func runCapturingErrors(_ arguments: [String]) throws -> (status: Int32, output: String, errors: String) {
         let process = Process()
         process.executableURL = StressToolTests.tool
         process.arguments = arguments
@@ -35,7 +38,7 @@ struct StressToolUsageTests {
     @Test("bad usage: exit status 64, the message on standard error, nothing on standard output")
     func badUsage() throws {
         for arguments in [["--cycles", "many"], ["--scenario", "no-such"], ["--no-such-flag"], ["--duration", "soon"]] {
-            let (status, output, errors) = try run(arguments)
+            let (status, output, errors) = try runCapturingErrors(arguments)
             #expect(status == 64, "\(arguments)")
             #expect(errors.contains("Error:"), "\(arguments): \(errors)")
             #expect(output.isEmpty, "\(arguments): \(output)")
@@ -44,17 +47,17 @@ struct StressToolUsageTests {
 
     @Test("--version prints a version and exits 0; --help exits 0")
     func versionAndHelp() throws {
-        let version = try run(["--version"])
+        let version = try runCapturingErrors(["--version"])
         #expect(version.status == 0)
         #expect(version.output.split(separator: ".").count == 3, "\(version.output)")
-        let help = try run(["--help"])
+        let help = try runCapturingErrors(["--help"])
         #expect(help.status == 0)
         #expect(help.output.contains("--duration"))
     }
 
     @Test("--duration takes fractional seconds")
     func fractionalDuration() throws {
-        let (status, output, errors) = try run(["--duration", "0.5", "--cycles", "5", "--seed", "1", "--quiet"])
+        let (status, output, errors) = try runCapturingErrors(["--duration", "0.5", "--cycles", "5", "--seed", "1", "--quiet"])
         #expect(status == 0, "\(errors)")
         #expect(output.contains("result: clean"))
     }
