@@ -36,7 +36,7 @@ extension StressToolTests {
     }
 
     @Test("bad usage: exit status 64, the message on standard error, nothing on standard output")
-    func badUsage() throws {
+    func badUsageOnStandardError() throws {
         for arguments in [["--cycles", "many"], ["--scenario", "no-such"], ["--no-such-flag"], ["--duration", "soon"]] {
             let (status, output, errors) = try runCapturingErrors(arguments)
             #expect(status == 64, "\(arguments)")
