@@ -10,6 +10,7 @@ let package = Package(
         .library(name: "LongThreadsServiceLifecycle", targets: ["LongThreadsServiceLifecycle"]),
         .library(name: "LongThreadsLogging", targets: ["LongThreadsLogging"]),
         .library(name: "LongThreadsMetrics", targets: ["LongThreadsMetrics"]),
+        .library(name: "LongThreadsTracing", targets: ["LongThreadsTracing"]),
         .executable(name: "longthread-demo", targets: ["LongThreadDemo"]),
         .executable(name: "longthread-daemon", targets: ["LongThreadDaemon"]),
         .executable(name: "longthread-stress", targets: ["LongThreadStress"]),
@@ -18,7 +19,9 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.6.0"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.5.0"),
+        .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.1.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.4.0"),
     ],
     targets: [
         // MARK: - Core
@@ -40,6 +43,15 @@ let package = Package(
             name: "LongThreadsMetrics",
             dependencies: ["LongThreads", .product(name: "Metrics", package: "swift-metrics")],
             path: "Sources/LongThreadsMetrics"
+        ),
+        .target(
+            name: "LongThreadsTracing",
+            dependencies: [
+                "LongThreads",
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "Instrumentation", package: "swift-distributed-tracing"),
+            ],
+            path: "Sources/LongThreadsTracing"
         ),
 
         // MARK: - Examples
@@ -63,10 +75,19 @@ let package = Package(
         .executableTarget(
             name: "LongThreadDemo",
             dependencies: ["LongThreads", "AFNetworkingExample", "WeexExample"],
-            path: "Examples/Demo"
+            path: "Examples/Demo",
+            // Top-level code, as in README: an `await` that picks a blocking overload must fail.
+            swiftSettings: [.unsafeFlags(["-warnings-as-errors"])]
         ),
         .executableTarget(name: "LongThreadDaemon", dependencies: ["DaemonExample"], path: "Examples/Daemon/Main"),
-        .executableTarget(name: "LongThreadStress", dependencies: ["LongThreads", "CLongThreadsShims"], path: "Sources/LongThreadStress"),
+        .executableTarget(
+            name: "LongThreadStress",
+            dependencies: [
+                "LongThreads", "CLongThreadsShims",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Sources/LongThreadStress"
+        ),
 
         // MARK: - Tests
         .testTarget(
@@ -77,11 +98,14 @@ let package = Package(
         .testTarget(
             name: "LongThreadsIntegrationTests",
             dependencies: [
-                "LongThreadsServiceLifecycle", "LongThreadsLogging", "LongThreadsMetrics",
+                "LongThreadsServiceLifecycle", "LongThreadsLogging", "LongThreadsMetrics", "LongThreadsTracing",
+                .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
                 .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
             ],
-            path: "Tests/LongThreadsIntegrationTests"
+            path: "Tests/LongThreadsIntegrationTests",
+            // README's snippets are compiled here: one that warns must fail the build.
+            swiftSettings: [.unsafeFlags(["-warnings-as-errors"])]
         ),
         .testTarget(
             name: "ExamplesTests",

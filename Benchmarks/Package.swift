@@ -15,6 +15,7 @@ let package = Package(
     dependencies: [
         .package(path: "../"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
     ],
     targets: [
         // What Swift cannot reach through Glibc: syscall(SYS_futex), gettid, CPU affinity masks,
@@ -27,6 +28,7 @@ let package = Package(
                 .product(name: "LongThreads", package: libraryIdentity),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Sources/LongThreadBench"
         ),

@@ -3,20 +3,33 @@
 # AddressSanitizer (LeakSanitizer included), each followed by a bounded mixed run of the
 # stop-and-teardown stress tool built with the same sanitizer, then the demo built in release mode
 # (closures from top-level @MainActor code must run on a LongThread without tripping isolation
-# checks there too). STRESS_SECONDS sets the length of each stress run (default 45).
+# checks there too). Missing Debian packages are installed first (scripts/ensure-packages.sh).
+# STRESS_SECONDS sets the length of each stress run (default 45).
 # XCTest's own runner is disabled: there are no XCTests, and LeakSanitizer reports its leaks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# The daemon example and its tests need Debian packages: install them if missing (as root), or
+# print the command to run.
+bash scripts/ensure-packages.sh
+
+# The examples' end-to-end tests (child daemons, python3 servers) block test threads for seconds;
+# in one process with the library's suites they would starve the cooperative pool (one thread per
+# core) that the library's async tests wait on. Each sanitizer build runs the two in turn.
+suites() {
+    swift test --disable-xctest --skip ExamplesTests "$@"
+    swift test --disable-xctest --filter ExamplesTests "$@"
+}
+
 echo "== swift test"
-swift test --disable-xctest
+suites
 echo "== swift test --sanitize=thread"
-swift test --disable-xctest --sanitize=thread --scratch-path .build-tsan
+suites --sanitize=thread --scratch-path .build-tsan
 echo "== longthread-stress under ThreadSanitizer"
 .build-tsan/debug/longthread-stress --duration "${STRESS_SECONDS:-45}" --cycles 1000000 --quiet
 echo "== swift test --sanitize=address"
 LSAN_OPTIONS="suppressions=$PWD/scripts/lsan-suppressions.txt:print_suppressions=0" \
-    swift test --disable-xctest --sanitize=address --scratch-path .build-asan
+    suites --sanitize=address --scratch-path .build-asan
 echo "== longthread-stress under AddressSanitizer"
 LSAN_OPTIONS="suppressions=$PWD/scripts/lsan-suppressions.txt:print_suppressions=0" \
     .build-asan/debug/longthread-stress --duration "${STRESS_SECONDS:-45}" --cycles 1000000 --quiet

@@ -10,6 +10,11 @@ func step(_ title: String) { print("\n== \(title)") }
 func say(_ line: String) { print("   \(line)") }
 let threadName = { LongThread.current?.name ?? "main" }
 
+// `sync` and `perform(waitUntilDone: true)` block their caller, so they are for synchronous code:
+// the compiler refuses them in async code (this top-level code awaits, so it is async), where
+// `run` suspends instead. The blocking calls of this tour live in synchronous functions.
+func blocking<T>(_ body: () throws -> T) rethrows -> T { try body() }
+
 step("1. Start a resident thread")
 let worker = try LongThread(name: "demo.worker")
 say("started \(worker); its run loop is running and sleeps on a port source until work arrives")
@@ -18,7 +23,7 @@ step("2. Queue work (async), then wait for a result (sync) and await one (run)")
 for index in 1...3 {
     try worker.perform { print("   async item \(index) on \(threadName())") }
 }
-let sum = try worker.sync { (1...100).reduce(0, +) }
+let sum = try blocking { try worker.sync { (1...100).reduce(0, +) } }
 say("sync returned \(sum), computed on the worker after the three async items (FIFO)")
 let mode = try await worker.run { RunLoop.current.currentMode?.rawValue ?? "none" }
 say("run returned: the worker's RunLoop.current runs in \(mode)")
@@ -28,17 +33,17 @@ say("Objective-C: a thread whose block returned has no run loop, and")
 say("performSelector:onThread:waitUntilDone:YES crashes: 'target thread exited while waiting'.")
 let fresh = try LongThread(name: "demo.fresh")
 try perform(onThread: fresh) { print("   task A on \(threadName())") }
-try perform(onThread: fresh, waitUntilDone: true) { print("   task B on \(threadName()), waited for") }
+try blocking { try perform(onThread: fresh, waitUntilDone: true) { print("   task B on \(threadName()), waited for") } }
 fresh.stop()
 do {
-    try perform(onThread: fresh, waitUntilDone: true) { print("   never printed") }
+    try blocking { try perform(onThread: fresh, waitUntilDone: true) { print("   never printed") } }
 } catch {
     say("after stop, the same perform throws instead of crashing: \(error)")
 }
 
 step("4. A task cannot end the loop by accident")
-try worker.sync { CFRunLoopStop(CFRunLoopGetCurrent()) }
-say("a task called CFRunLoopStop; the thread still serves: \(try worker.sync { "ok" })")
+try await worker.run { CFRunLoopStop(CFRunLoopGetCurrent()) }
+say("a task called CFRunLoopStop; the thread still serves: \(try await worker.run { "ok" })")
 
 step("5. Run-loop modes: the scroll-view lesson")
 let tracking = RunLoop.Mode("tracking")
@@ -47,7 +52,7 @@ let commonTicks = Counter()
 let defaultTimer = try worker.schedule(every: .milliseconds(10), modes: [.default]) { _ in defaultTicks.add() }
 let commonTimer = try worker.schedule(every: .milliseconds(10), modes: [.common]) { _ in commonTicks.add() }
 try worker.addCommonMode(tracking)
-let (pausedTicks, liveTicks) = try worker.sync { () -> (Int, Int) in
+let (pausedTicks, liveTicks) = try await worker.run { () -> (Int, Int) in
     // Like UIKit while a finger drags a scroll view: the loop runs in the tracking mode for 200 ms.
     let (d, c) = (defaultTicks.value, commonTicks.value)
     try worker.runNested(in: tracking, until: .now + .milliseconds(200))
@@ -72,7 +77,7 @@ for _ in 0..<2 where stalls.wait(timeout: .now() + 10) == .timedOut {
     say("no stall report within 10 s: that is a bug")
     exit(1)
 }
-try worker.sync {}
+try await worker.run {}
 monitor.unwatch(worker)
 
 step("7. Stop, draining what was accepted")
@@ -95,7 +100,7 @@ let waiter = Task.detached { () -> String in
 while other.statistics.pending == 0 { await Task.yield() } // the waiter's item is queued
 other.stop(waitUntilDone: false, pending: .discard)
 gate.signal()
-other.stop()
+await other.waitUntilExit() // suspends: top-level code picks the async overload (built with warnings as errors)
 say("a caller awaiting queued work was told: \(await waiter.value)")
 
 step("9. Weex: bridge and component threads, layout, results on the main run loop")
@@ -131,7 +136,7 @@ if FileManager.default.isExecutableFile(atPath: daemonURL.path) {
     say("exit status \(daemon.terminationStatus); journal: \(journal.replacingOccurrences(of: "\n", with: " | "))")
     try? FileManager.default.removeItem(at: journalURL)
 } else {
-    say("(skipped: build the daemon first with `swift build`, as the README's demo command does)")
+    say("(skipped: `swift build --product longthread-daemon` builds it; it needs libbsd-dev and libsystemd-dev)")
 }
 
 step("12. Backpressure: a bounded queue holds memory flat")

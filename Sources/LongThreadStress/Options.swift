@@ -1,73 +1,71 @@
-import Foundation
+import ArgumentParser
 
-/// Command-line options. Plain parsing: the tool, like the core, depends on the toolchain only.
-struct Options {
+/// Command-line options, parsed by swift-argument-parser: `--help`, `--version`, errors on
+/// standard error, exit status 64 for bad usage.
+struct Options: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "longthread-stress",
+        abstract: "Stop-and-teardown stress for LongThread.",
+        discussion: """
+        Runs stop-and-teardown scenarios against LongThread and checks that no work is lost, nothing \
+        hangs, and no thread or file descriptor leaks. Stops after N cycles or SECONDS, whichever first. \
+        --seed replays a run's random choices exactly; --print-plan prints the scenario of each cycle.
+        Exit status: 0 clean, 1 lost work or leaks, 2 a hang, 64 bad usage.
+        """,
+        version: stressToolVersion
+    )
+
+    @Option(name: .customLong("cycles"), help: "Stop after this many cycles.")
     var cycles = 1_000
-    var producers = 3
-    var duration: Duration?
-    var scenario: Scenario?          // nil: mixed
+
+    @Option(name: .customLong("producers"), help: "Producer threads per cycle (at least 1).")
+    var producerCount = 3
+
+    @Option(name: .customLong("duration"), help: ArgumentHelp("Stop after this long, in seconds (fractions allowed).", valueName: "seconds"))
+    var durationSeconds: Double?
+
+    @Option(name: .customLong("scenario"), help: ArgumentHelp("One scenario (see --list), or 'mixed' (the default).", valueName: "name"))
+    var scenarioName = "mixed"
+
+    @Option(name: .customLong("seed"), help: "Seed of the random choices (default: random); replays a run.")
     var seed: UInt64 = UInt64(UInt32.random(in: 1...UInt32.max))
-    var hangTimeout: Duration = .seconds(10)
+
+    @Option(name: .customLong("hang-timeout"), help: ArgumentHelp("A cycle running longer than this is a hang (seconds, at least 1).", valueName: "seconds"))
+    var hangTimeoutSeconds: Double = 10
+
+    @Flag(help: "No progress lines, only the summary.")
     var quiet = false
+
+    @Flag(help: "Print the scenario and choices of each cycle.")
     var printPlan = false
 
-    static let usage = """
-    usage: longthread-stress [--cycles N] [--producers P] [--duration SECONDS] [--scenario NAME|mixed]
-                             [--seed S] [--hang-timeout SECONDS] [--quiet] [--print-plan] [--list]
-      Runs stop-and-teardown scenarios against LongThread and checks that no work is lost, nothing
-      hangs, and no thread or file descriptor leaks. Stops after N cycles or SECONDS, whichever first.
-      --seed replays a run's random choices exactly; --print-plan prints the scenario of each cycle.
-      Exit status: 0 clean, 1 lost work or leaks, 2 a hang, 64 bad usage.
-    """
+    @Flag(help: "List the scenarios and exit.")
+    var list = false
 
-    static func parse(_ arguments: [String]) throws(UsageError) -> Options {
-        var options = Options()
-        var rest = arguments[...]
-        func value(_ flag: String) throws(UsageError) -> String {
-            guard let value = rest.popFirst() else { throw UsageError("\(flag) needs a value") }
-            return value
+    var producers: Int { max(1, producerCount) }
+    var duration: Duration? { durationSeconds.map { .seconds($0) } }
+    var hangTimeout: Duration { .seconds(max(1, hangTimeoutSeconds)) }
+    /// nil: mixed.
+    var scenario: Scenario? { Scenario(rawValue: scenarioName) }
+
+    mutating func validate() throws {
+        if list {
+            print(Scenario.allCases.map { "\($0.rawValue): \($0.summary)" }.joined(separator: "\n"))
+            throw CleanExit.message("")
         }
-        func number<T: FixedWidthInteger>(_ flag: String) throws(UsageError) -> T {
-            let text = try value(flag)
-            guard let number = T(text), number >= 0 else { throw UsageError("\(flag): not a number: \(text)") }
-            return number
+        guard scenarioName == "mixed" || Scenario(rawValue: scenarioName) != nil else {
+            throw ValidationError("unknown scenario \(scenarioName); --list shows them")
         }
-        while let flag = rest.popFirst() {
-            switch flag {
-            case "--cycles": options.cycles = try number(flag)
-            case "--producers": options.producers = max(1, try number(flag))
-            case "--duration": options.duration = .seconds(try number(flag) as Int)
-            case "--seed": options.seed = try number(flag)
-            case "--hang-timeout": options.hangTimeout = .seconds(max(1, try number(flag) as Int))
-            case "--quiet": options.quiet = true
-            case "--print-plan": options.printPlan = true
-            case "--scenario":
-                let name = try value(flag)
-                if name == "mixed" { options.scenario = nil; continue }
-                guard let scenario = Scenario(rawValue: name) else {
-                    throw UsageError("unknown scenario \(name); --list shows them")
-                }
-                options.scenario = scenario
-            case "--list":
-                throw UsageError(Scenario.allCases.map { "\($0.rawValue): \($0.summary)" }.joined(separator: "\n"), isList: true)
-            case "--help", "-h":
-                throw UsageError(usage, isList: true)
-            default:
-                throw UsageError("unknown option \(flag)\n\(usage)")
-            }
+        guard cycles >= 0 else { throw ValidationError("--cycles must not be negative") }
+        if let durationSeconds, !(durationSeconds >= 0 && durationSeconds.isFinite) {
+            throw ValidationError("--duration takes a number of seconds, not \(durationSeconds)")
         }
-        return options
+        guard hangTimeoutSeconds.isFinite else { throw ValidationError("--hang-timeout takes a number of seconds") }
     }
 }
 
-struct UsageError: Error {
-    let message: String
-    let isList: Bool
-    init(_ message: String, isList: Bool = false) {
-        self.message = message
-        self.isList = isList
-    }
-}
+/// The version `--version` prints.
+let stressToolVersion = "0.1.0"
 
 /// SplitMix64: small, fast, and the same sequence for the same seed on every machine, so a run's
 /// choices replay exactly from its seed.

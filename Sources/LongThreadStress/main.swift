@@ -1,14 +1,9 @@
-// longthread-stress: stop-and-teardown stress for LongThread. See Options.usage.
+// longthread-stress: stop-and-teardown stress for LongThread. See Options (or --help).
 import Foundation
 import LongThreads
 
-let options: Options
-do {
-    options = try Options.parse(Array(CommandLine.arguments.dropFirst()))
-} catch {
-    print(error.message)
-    exit(error.isList ? 0 : 64)
-}
+// Bad usage: the message on standard error, exit status 64. --help, --version and --list exit 0.
+let options = Options.parseOrExit()
 
 func log(_ line: String) { FileHandle.standardError.write(Data((line + "\n").utf8)) }
 

@@ -77,7 +77,8 @@ extension LongThread {
     /// - Throws: ``LongThreadError/timedOut``, ``LongThreadError/cancelled``,
     ///   ``LongThreadError/stopped``, ``LongThreadError/discarded``, ``LongThreadError/queueFull``,
     ///   ``LongThreadError/noModes``.
-    /// - Callable from: any thread. Blocks up to `timeout`.
+    /// - Callable from: any thread; not from async code. Blocks up to `timeout`.
+    @available(*, noasync, message: "blocks a cooperative thread: use 'run' (with a task deadline) instead")
     public func perform(
         waitUntilDone: Bool,
         timeout: Duration,
@@ -116,7 +117,8 @@ extension LongThread {
     ///   - work: The work.
     /// - Throws: what `work` throws, ``LongThreadError/timedOut``, ``LongThreadError/cancelled``,
     ///   or another ``LongThreadError``.
-    /// - Callable from: any thread. Blocks up to `timeout`.
+    /// - Callable from: any thread; not from async code. Blocks up to `timeout`.
+    @available(*, noasync, message: "blocks a cooperative thread: use 'try await thread.run { ... }'")
     public func sync<T: Sendable>(
         timeout: Duration,
         modes: [RunLoop.Mode] = [.default],

@@ -22,6 +22,8 @@ extension LongThread {
     /// if `mode` is a common mode); the rest wait, in order, and run after this returns.
     ///
     /// - Parameters:
+    ///   - mode: The mode to run the loop in.
+    ///   - deadline: When the nested run ends at the latest.
     ///   - condition: Checked before the first pass and after each item the nested run handles.
     /// - Returns: true when `condition` became false, false when the deadline passed or a stop
     ///   ended the run.

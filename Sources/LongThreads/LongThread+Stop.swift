@@ -20,6 +20,14 @@ extension LongThread {
     /// > Warning: Waiting is only deadlock-free if the thread's current work does not itself wait
     /// > for the caller (for example a task that calls `sync` on the thread that is stopping this
     /// > one). Use ``waitUntilExit(timeout:)`` to bound such a wait.
+    ///
+    /// From async code, a waiting stop holds a thread of the cooperative pool while the thread
+    /// drains: there, prefer `stop(waitUntilDone: false)` followed by `await` ``waitUntilExit()``.
+    ///
+    /// - Parameters:
+    ///   - waitUntilDone: Whether to block until the thread has ended and been joined.
+    ///   - pending: What becomes of work accepted but not yet run: ``PendingWork/drain`` runs it,
+    ///     ``PendingWork/discard`` releases it unrun.
     public func stop(waitUntilDone: Bool = true, pending: LongThread.PendingWork = .drain) {
         core.requestStop(pending)
         if waitUntilDone && !isCurrent {
@@ -27,13 +35,17 @@ extension LongThread {
         }
     }
 
-    /// Waits until the thread has ended (after a stop, or after its owner died), at most `timeout`.
+    /// Blocks until the thread has ended (after a stop, or after its owner died), at most `timeout`.
     ///
     /// Returns true once the thread has ended and been joined, false if `timeout` passed first or if
     /// called on the thread itself (which cannot wait for its own end). Does not request a stop.
-    /// - Callable from: any thread.
+    /// - Parameter timeout: The longest wait; nil waits as long as it takes.
+    /// - Returns: Whether the thread has ended.
+    /// - Callable from: any thread; not from async code, where it would block a thread of the
+    ///   cooperative pool: there, `await` ``waitUntilExit()``, which suspends instead.
     @discardableResult
-    public func waitUntilExit(timeout: Duration? = nil) -> Bool {
+    @available(*, noasync, message: "blocks a cooperative thread: use 'await thread.waitUntilExit()'")
+    public func waitUntilExit(timeout: Duration?) -> Bool {
         if isCurrent { return false }
         return core.waitUntilExit(timeout: timeout)
     }
@@ -45,6 +57,7 @@ extension LongThread {
     /// running on the thread itself (it cannot await its own end). Does not request a stop, and
     /// does not end early when the task is cancelled: pair it with ``stop(waitUntilDone:pending:)``
     /// in a cancellation handler, as `LongThreadService` does.
+    /// - Returns: Whether the thread has ended (false only when called on the thread itself).
     /// - Callable from: any task.
     @discardableResult
     public func waitUntilExit() async -> Bool {

@@ -63,11 +63,11 @@ extension LongThread {
     /// Calls `callback` on this thread at each of `activities` of its run loop, in `modes`.
     ///
     /// - Parameters:
-    ///   - activities: The activities to be called at.
+    ///   - activities: The run-loop activities to observe.
     ///   - order: Observers of one activity run in ascending order (the thread's own bookkeeping
     ///     runs first).
     ///   - modes: `.common` (the default) observes every common mode.
-    ///   - callback: Called on this thread with the activity that happened.
+    ///   - callback: Called on this thread with the activity, inside the run loop: keep it short.
     /// - Returns: the observer, to cancel it.
     /// - Throws: ``LongThreadError/stopped`` once a stop has begun.
     /// - Callable from: any thread.

@@ -77,8 +77,9 @@ public struct LongThreadService: Service, CustomStringConvertible {
 
     /// Suspends until the thread has ended; stops it on graceful shutdown or cancellation.
     ///
-    /// - Returns: once the thread has ended and been joined, for whatever reason. Never throws: a
-    ///   thread's end is not a failure of the service (it is reported by returning).
+    /// Returns once the thread has ended and been joined, for whatever reason. Never throws: a
+    /// thread's end is not a failure of the service (it is reported by returning).
+    ///
     /// - Callable from: any task, typically a `ServiceGroup`'s child task. Calling it on a thread
     ///   that already ended returns at once.
     public func run() async throws {

@@ -33,7 +33,7 @@ struct LongThreadServiceTests {
             }
         }
         #expect(ran.value == 100)
-        #expect(thread.waitUntilExit(timeout: .zero))
+        #expect(thread.hasEnded)
         #expect(thread.statistics.discarded == 0)
     }
 
@@ -68,7 +68,7 @@ struct LongThreadServiceTests {
             trigger.triggerGracefulShutdown()
             try await LongThreadService(thread).run()
         }
-        #expect(thread.waitUntilExit(timeout: .zero))
+        #expect(thread.hasEnded)
     }
 
     // MARK: - Cancellation
@@ -89,7 +89,7 @@ struct LongThreadServiceTests {
         gate.countDown()
         try await service.value
         #expect(ran.value == 0)
-        #expect(thread.waitUntilExit(timeout: .zero))
+        #expect(thread.hasEnded)
     }
 
     // MARK: - The thread ends by itself
@@ -101,7 +101,7 @@ struct LongThreadServiceTests {
         // Whether run() began before or after the stop, it must return once the thread ended.
         thread.stop(waitUntilDone: false)
         try await service.value
-        #expect(thread.waitUntilExit(timeout: .zero))
+        #expect(thread.hasEnded)
     }
 
     @Test("in a group, a thread that ends by itself ends the group (successTerminationBehavior)")
@@ -145,7 +145,7 @@ struct LongThreadServiceTests {
         for _ in 0..<10 { try! thread.perform { ran.increment() } }
         kill(getpid(), SIGTERM)
         do { try await run } catch { exit(3) }
-        guard ran.value == 10, thread.waitUntilExit(timeout: .zero) else { exit(4) }
+        guard ran.value == 10, thread.hasEnded else { exit(4) }
         return thread
     }
 }

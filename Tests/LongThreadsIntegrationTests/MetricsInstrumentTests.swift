@@ -60,7 +60,7 @@ struct MetricsInstrumentTests {
         }
         gate.countDown()
         #expect(counted)
-        try thread.sync {}
+        try await thread.run {}
         let total = try metrics.expectCounter("longthread.stalls", [("thread", "lt-metrics-stall")]).totalValue
         #expect(total == 1, "one stalled callout is reported once")
     }

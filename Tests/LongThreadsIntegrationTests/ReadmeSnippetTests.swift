@@ -7,9 +7,41 @@ import Metrics
 import MetricsTestKit
 import ServiceLifecycle
 import ServiceLifecycleTestKit
+import Foundation
 import Testing
 
-// The README's integration snippets, verbatim between the `// README:` markers, so that they compile.
+// README.md's Swift snippets, and the integration snippets of the DocC articles, verbatim between
+// the `// README:` markers, so that they compile. This target compiles with warnings as errors
+// (Package.swift), so a snippet that warns (an `await` that picks a blocking overload, a `try`
+// before a call that cannot throw) fails the build. `readmeIsCompiledHere` checks that every
+// Swift block of README.md appears here.
+
+/// Stands in for the database connection of the README's tour.
+final class Connection: Sendable {
+    func execute(_ statement: String) {}
+    func query(_ sql: String) throws -> [String] { [sql] }
+    func count() -> Int { 42 }
+}
+
+// README: tour
+func tourExample(connection: Connection, sql: String) async throws -> (rows: [String], rowCount: () throws -> Int) {
+    let db = try LongThread(name: "db")                          // returns once its run loop runs
+
+    try db.perform { connection.execute("VACUUM") }               // queued, FIFO, runs on "db"
+    let rows = try await db.run { try connection.query(sql) }     // async code: suspends the task
+    func rowCount() throws -> Int {
+        try db.sync { connection.count() }                        // synchronous code: blocks, rethrows
+    }
+
+    let monitor = try StallMonitor(threshold: .milliseconds(100)) { report in print(report) }
+    monitor.watch(db)                                             // reports a task that runs too long
+    try db.perform(label: "parse feed") { connection.execute("ANALYZE") }
+
+    db.stop(waitUntilDone: false)  // refuse new work, drain what was accepted, end the loop; then:
+    await db.waitUntilExit()       // suspends (blocking no pool thread) until it has ended and been joined
+    return (rows, rowCount)
+}
+// README: end
 
 // README: executor
 actor Database {
@@ -34,7 +66,7 @@ func executorExample() async throws -> (Int, Bool) {
     defer { thread.stop() }
     let db = Database(thread: thread)
     _ = await db.insert()                        // a hop onto "db", FIFO with perform work
-    let rows = try thread.sync { db.rowsFromThreadWork() }
+    let rows = try await thread.run { db.rowsFromThreadWork() }
     let onThread = await withTaskExecutorPreference(thread) {
         async let child = LongThread.current === thread   // child tasks run on "db" too
         return await child
@@ -79,6 +111,36 @@ func multiplexExample(logger: Logger) throws -> LongThread {
 
 @Suite("README snippets")
 struct ReadmeSnippetTests {
+    @Test("every Swift block of README.md is compiled here, line for line")
+    func readmeIsCompiledHere() throws {
+        let here = URL(fileURLWithPath: #filePath)
+        let root = here.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+        let compiled = try String(contentsOf: here, encoding: .utf8)
+        // Compared without indentation; imports sit at the top of this file.
+        let lines = { (text: Substring) in
+            text.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+                .filter { !$0.isEmpty && !$0.hasPrefix("import ") }
+        }
+        let compiledLines = lines(compiled[...])
+        let blocks = readme.components(separatedBy: "```swift\n").dropFirst()
+            .map { lines($0.components(separatedBy: "```")[0][...]) }
+        #expect(!blocks.isEmpty)
+        for block in blocks {
+            let found = compiledLines.indices.contains { start in
+                compiledLines[start...].starts(with: block)
+            }
+            #expect(found, "README block not compiled here:\n\(block.joined(separator: "\n"))")
+        }
+    }
+
+    @Test("tour snippet: work runs, the thread ends, and later posts are refused")
+    func tour() async throws {
+        let (rows, rowCount) = try await tourExample(connection: Connection(), sql: "SELECT 1")
+        #expect(rows == ["SELECT 1"])
+        #expect(throws: LongThreadError.stopped) { try rowCount() }
+    }
+
     @Test("executor snippet")
     func executor() async throws {
         let (rows, onThread) = try await executorExample()

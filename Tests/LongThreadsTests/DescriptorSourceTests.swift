@@ -269,7 +269,7 @@ struct DescriptorSourceTests {
             precondition(write(fd, &one, 8) == 8)
             if !called.wait() { exit(4) }
             source.cancel()
-            if (try? thread.sync { 42 }) != 42 { exit(5) }
+            if (try? thread.syncBlocking { 42 }) != 42 { exit(5) }
             thread.stop()
         }
     }

@@ -101,7 +101,7 @@ struct ExecutorTests {
         defer { thread.stop() }
         let pinned = Pinned(thread: thread)
         _ = await pinned.increment()
-        let viaSync = try thread.sync { pinned.assumeIsolated { $0.count } }
+        let viaSync = try thread.syncBlocking { pinned.assumeIsolated { $0.count } }
         #expect(viaSync == 1)
         let viaRun = try await thread.run {
             pinned.preconditionIsolated()
@@ -123,10 +123,10 @@ struct ExecutorTests {
         let thread = try LongThread(name: "lt-exec-ask")
         defer { thread.stop() }
         #expect(thread.isIsolatingCurrentContext() == false)
-        #expect(try thread.sync { thread.isIsolatingCurrentContext() } == true)
+        #expect(try thread.syncBlocking { thread.isIsolatingCurrentContext() } == true)
         let other = try LongThread(name: "lt-exec-ask2")
         defer { other.stop() }
-        #expect(try other.sync { thread.isIsolatingCurrentContext() } == false)
+        #expect(try other.syncBlocking { thread.isIsolatingCurrentContext() } == false)
     }
 
     @Test("assumeIsolated of a pinned actor traps off the thread")
@@ -146,7 +146,7 @@ struct ExecutorTests {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let thread = try! LongThread(name: "lt-exec-trap1")
             let other = try! LongThread(name: "lt-exec-trap2")
-            try! other.sync { thread.checkIsolated() }
+            try! other.syncBlocking { thread.checkIsolated() }
         }
         let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
         #expect(message.contains("BUG DETECTED"))
@@ -193,7 +193,7 @@ struct ExecutorTests {
         task.cancel()
         await #expect(throws: CancellationError.self) { try await task.value }
         gate.countDown()
-        try thread.sync {}
+        try await thread.run {}
         #expect(ran.value == 0)
     }
 

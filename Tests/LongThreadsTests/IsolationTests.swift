@@ -12,12 +12,12 @@ struct IsolationTests {
         let thread = try LongThread(name: "lt-mainactor")
         defer { thread.stop() }
         let local = 20
-        let value = try thread.sync { local + 1 }
+        let value = try thread.syncBlocking { local + 1 }
         #expect(value == 21)
-        let onThread = try thread.sync { LongThread.current === thread }
+        let onThread = try thread.syncBlocking { LongThread.current === thread }
         #expect(onThread)
         let log = Recorder<Bool>()
-        try thread.perform(waitUntilDone: true) { log.record(thread.isCurrent) }
+        try thread.performBlocking { log.record(thread.isCurrent) }
         #expect(log.events == [true])
         let ran = try await thread.run { thread.isCurrent }
         #expect(ran)

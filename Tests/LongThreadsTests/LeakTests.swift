@@ -15,7 +15,7 @@ struct LeakTests {
             for cycle in 0..<1000 {
                 let thread = try! LongThread(name: "lt-cycle")
                 try! thread.perform { _ = cycle }
-                if cycle.isMultiple(of: 3) { _ = try! thread.sync { cycle } }
+                if cycle.isMultiple(of: 3) { _ = try! thread.syncBlocking { cycle } }
                 thread.stop(pending: cycle.isMultiple(of: 2) ? .drain : .discard)
             }
             let after = census()

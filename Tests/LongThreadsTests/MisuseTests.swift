@@ -49,7 +49,7 @@ struct MisuseTests {
     }
 
     @Test("sync, perform(waitUntilDone:) and run on the thread itself throw .stopped once a stop began")
-    func inlineWaitsAfterStop() async throws {
+    func inlineWaitsAfterStop() throws {
         let thread = try LongThread(name: "lt-inline-stop")
         let outcomes = Recorder<String>()
         let done = Latch()

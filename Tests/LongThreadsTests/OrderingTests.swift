@@ -16,7 +16,7 @@ struct OrderingTests {
             done.countDown()
         }
         #expect(done.wait())
-        #expect(try thread.sync { thread.isCurrent && LongThread.current === thread })
+        #expect(try thread.syncBlocking { thread.isCurrent && LongThread.current === thread })
         #expect(try await thread.run { thread.isCurrent })
         #expect(sawIt.events == [true])
         #expect(!thread.isCurrent)
@@ -36,8 +36,8 @@ struct OrderingTests {
                     for sequence in 0..<perProducer {
                         let record: @Sendable () -> Void = { log.record((producer, sequence)) }
                         switch sequence % 10 {
-                        case 3: try thread.perform(waitUntilDone: true, record)
-                        case 5: try thread.sync(record)
+                        case 3: try thread.performBlocking(record)
+                        case 5: try thread.syncBlocking(record)
                         case 7: try await thread.run(record)
                         default: try thread.perform(record)
                         }
@@ -46,7 +46,7 @@ struct OrderingTests {
             }
             try await group.waitForAll()
         }
-        try thread.sync {}
+        try await thread.run {}
         let events = log.events
         #expect(events.count == producers * perProducer)
         for producer in 0..<producers {

@@ -69,7 +69,7 @@ struct StopTests {
         #expect(await eventually { waiterResults.count == 2 })
         #expect(weakTracked == nil)
         gate.countDown()
-        #expect(thread.waitUntilExit(timeout: .seconds(10)))
+        #expect(thread.waitUntilExitBlocking(timeout: .seconds(10)))
         _ = await asyncWaiter.value
         #expect(ran.value == 0)
         let discarded = "\(LongThreadError.discarded)"
@@ -160,7 +160,7 @@ struct StopTests {
         thread.stop(waitUntilDone: false)
         gate.countDown()
         for waiter in waiters { #expect(await waiter.value) }
-        #expect(thread.waitUntilExit(timeout: .zero)) // joined already: returns at once
+        #expect(thread.waitUntilExitBlocking(timeout: .zero)) // joined already: returns at once
         #expect(ProcessCensus.threadGone(tid))
         #expect(await thread.waitUntilExit()) // after the end: at once
     }

@@ -73,7 +73,7 @@ struct WaitingTests {
         task.cancel()
         await #expect(throws: CancellationError.self) { try await task.value }
         gate.countDown()
-        try thread.sync {}
+        try await thread.run {}
         #expect(ran.value == 0)
     }
 

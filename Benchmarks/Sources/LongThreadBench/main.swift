@@ -10,13 +10,14 @@ let contenders: [any Contender.Type] = [
 
 // Names are read with closures, not `\.name`: a key path through an existential metatype crashes
 // the Swift 6.3.1 compiler (SILGen).
-let arguments = Array(CommandLine.arguments.dropFirst())
-if arguments.contains("--list") {
+// Bad usage: the message on standard error, exit status 64; --help and --version exit 0.
+let command = BenchCommand.parseOrExit()
+if command.list {
     print("contenders: " + contenders.map { $0.name }.joined(separator: ", "))
     print("figures: " + Set(Figures.all(Settings()).map(\.key) + ["scaling"]).sorted().joined(separator: ", "))
     exit(0)
 }
-let settings = Settings.parse(arguments)
+let settings = command.settings
 let allFigures = Figures.all(settings)
 
 // --only: each name selects contenders and/or figures; LongThread stays, every ratio needs it.
@@ -27,7 +28,7 @@ func selected<T>(_ items: [T], _ name: (T) -> String) -> [T] {
 for name in settings.only where !contenders.contains(where: { $0.name.lowercased().contains(name) })
     && !allFigures.contains(where: { $0.key.contains(name) }) && !"scaling".contains(name) {
     printToStandardError("longthread-bench: --only \(name) names no contender and no figure (see --list)")
-    exit(2)
+    exit(64)
 }
 var chosenContenders = selected(contenders) { $0.name }
 if !chosenContenders.contains(where: { $0 == LongThreadContender.self }) {

@@ -1,4 +1,4 @@
-import Glibc
+import ArgumentParser
 
 /// Sizes of every figure, from the command line.
 struct Settings: Sendable {
@@ -30,53 +30,62 @@ struct Settings: Sendable {
     var echoConnections: Int { quick ? 100 : 1_000 }
     var echoSeconds: Double { quick ? 0.5 : 2 }
 
-    static let usage = """
-        usage: longthread-bench [--quick] [--reps N] [--only NAME[,NAME...]] [--cpu N] [--idle SECONDS]
-                                [--hogs N] [--output FILE]
-          --quick         smoke pass: small sizes, 2 repetitions, 0.5 s idle period
-          --reps N        repetitions of each figure (default 5; each on a fresh worker)
-          --only NAMES    contenders and/or figures to run (substring match, case-insensitive);
-                          LongThread always runs, as every ratio needs it. --list shows the names.
-          --cpu N         CPU for the pinned round trip (default 0)
-          --idle SECONDS  idle period of the idle figure (default 5)
-          --hogs N        run N CPU-bound threads during every measurement (a busy host; default 0)
-          --output FILE   also write the markdown report to FILE (e.g. idle.md, hogs2.md)
-        """
+}
 
-    static func parse(_ arguments: [String]) -> Settings {
+/// The command line, parsed by swift-argument-parser (`--help`, `--version`, errors on standard
+/// error, exit status 64 for bad usage), turned into ``Settings``.
+struct BenchCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "longthread-bench",
+        abstract: "LongThread side by side with its peers and floors, in one table.",
+        version: benchVersion
+    )
+
+    @Flag(help: "Smoke pass: small sizes, 2 repetitions, 0.5 s idle period.")
+    var quick = false
+
+    @Option(name: .customLong("reps"), help: ArgumentHelp("Repetitions of each figure (default 5, or 2 with --quick; each on a fresh worker).", valueName: "n"))
+    var repetitions: Int?
+
+    @Option(name: .customLong("only"), parsing: .singleValue, help: ArgumentHelp(
+        "Contenders and/or figures to run, comma-separated (substring match, case-insensitive); LongThread always runs, as every ratio needs it. --list shows the names.",
+        valueName: "names"))
+    var only: [String] = []
+
+    @Option(name: .customLong("cpu"), help: ArgumentHelp("CPU for the pinned round trip.", valueName: "n"))
+    var pinnedCPU: Int32 = 0
+
+    @Option(name: .customLong("idle"), help: ArgumentHelp("Idle period of the idle figure, in seconds (default 5, or 0.5 with --quick).", valueName: "seconds"))
+    var idleSeconds: Double?
+
+    @Option(name: .customLong("hogs"), help: ArgumentHelp("Run N CPU-bound threads during every measurement (a busy host).", valueName: "n"))
+    var hogs: Int = 0
+
+    @Option(name: .customLong("output"), help: ArgumentHelp("Also write the markdown report to this file (e.g. idle.md, hogs2.md).", valueName: "file"))
+    var output: String?
+
+    @Flag(help: "List the contenders and figures, and exit.")
+    var list = false
+
+    func validate() throws {
+        if let repetitions, repetitions <= 0 { throw ValidationError("--reps takes a positive number") }
+        if let idleSeconds, !(idleSeconds >= 0 && idleSeconds.isFinite) { throw ValidationError("--idle takes seconds") }
+        guard pinnedCPU >= 0 else { throw ValidationError("--cpu takes a CPU number") }
+        guard hogs >= 0 else { throw ValidationError("--hogs takes a count") }
+    }
+
+    var settings: Settings {
         var settings = Settings()
-        var explicitReps: Int?
-        var explicitIdle: Double?
-        var rest = arguments[...]
-        func value(_ flag: String) -> String {
-            guard let value = rest.popFirst() else { fail("\(flag) needs a value") }
-            return value
-        }
-        while let argument = rest.popFirst() {
-            switch argument {
-            case "--quick": settings.quick = true
-            case "--reps": explicitReps = required(Int(value(argument)).flatMap { $0 > 0 ? $0 : nil }, "--reps takes a positive number")
-            case "--only": settings.only += value(argument).split(separator: ",").map { $0.lowercased() }
-            case "--cpu": settings.pinnedCPU = required(Int32(value(argument)), "--cpu takes a CPU number")
-            case "--idle": explicitIdle = required(Double(value(argument)), "--idle takes seconds")
-            case "--hogs": settings.hogs = required(Int(value(argument)).flatMap { $0 >= 0 ? $0 : nil }, "--hogs takes a count")
-            case "--output": settings.outputPath = value(argument)
-            case "--help", "-h": print(usage); exit(0)
-            default: fail("unknown argument \(argument)")
-            }
-        }
-        settings.repetitions = explicitReps ?? (settings.quick ? 2 : 5)
-        settings.idleSeconds = explicitIdle ?? (settings.quick ? 0.5 : 5)
+        settings.quick = quick
+        settings.only = only.flatMap { $0.split(separator: ",").map { $0.lowercased() } }
+        settings.pinnedCPU = pinnedCPU
+        settings.repetitions = repetitions ?? (quick ? 2 : 5)
+        settings.idleSeconds = idleSeconds ?? (quick ? 0.5 : 5)
+        settings.hogs = hogs
+        settings.outputPath = output
         return settings
     }
-
-    private static func required<T>(_ value: T?, _ message: String) -> T {
-        guard let value else { fail(message) }
-        return value
-    }
-
-    private static func fail(_ message: String) -> Never {
-        printToStandardError("longthread-bench: \(message)\n\(usage)")
-        exit(2)
-    }
 }
+
+/// `longthread-bench --version` prints this.
+let benchVersion = "0.1.0"

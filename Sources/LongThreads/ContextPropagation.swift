@@ -1,0 +1,114 @@
+import Synchronization
+
+/// Carries the poster's context (a trace, a request id: usually task-locals) to the work it posts
+/// on a ``LongThread``.
+///
+/// Task-locals belong to a task; work posted with ``LongThread/perform(modes:label:_:)``,
+/// ``LongThread/sync(modes:label:_:)`` or ``LongThread/run(modes:label:_:)`` runs on the thread's
+/// run loop, outside any task, so it would see none of them. A propagator captures what it needs
+/// where the work is posted and restores it around the work on the thread. Install one with
+/// ``LongThread/contextPropagator``; `LongThreadsTracing` ships one for swift-distributed-tracing's
+/// `ServiceContext`.
+///
+/// Jobs of an actor pinned to the thread (or of a task that prefers it as its executor) need no
+/// propagator: they run inside their task, with its task-locals.
+///
+/// - Threading: ``capture(label:)`` runs on the posting thread or task, once per post;
+///   ``restore(_:label:around:)`` runs on the LongThread, around the work, inside its run loop.
+///   Both must be cheap and must not block.
+public protocol ContextPropagator: Sendable {
+    /// Captures the context to carry to work being posted, or returns nil when there is none
+    /// (then the work is queued unchanged and ``restore(_:label:around:)`` is not called).
+    ///
+    /// - Parameter label: The label the poster gave the work, if any.
+    /// - Returns: What ``restore(_:label:around:)`` receives on the thread, or nil.
+    func capture(label: String?) -> (any Sendable)?
+
+    /// Runs `work` on the LongThread inside the context that ``capture(label:)`` captured.
+    ///
+    /// Must call `work` exactly once, and return what it returns.
+    /// - Parameters:
+    ///   - captured: The value ``capture(label:)`` returned at post time.
+    ///   - label: The label the poster gave the work, if any.
+    ///   - work: The posted work.
+    /// - Throws: What `work` throws.
+    /// - Returns: What `work` returns.
+    func restore<Result>(_ captured: any Sendable, label: String?, around work: () throws -> Result) rethrows -> Result
+}
+
+extension LongThread {
+    /// The process-wide ``ContextPropagator``, or nil (the default) to carry no context.
+    ///
+    /// Set it once at start-up, before posting work; `LongThreadsTracing`'s bootstrap does. Work
+    /// posted after the change sees the new propagator; work already queued keeps what it captured.
+    /// With none set, a post pays one atomic load (acquiring: a plain load on x86-64) for this
+    /// feature; with one set, no lock either.
+    ///
+    /// - Callable from: any thread; reading and writing are safe while threads post work.
+    public static var contextPropagator: (any ContextPropagator)? {
+        get { ContextCarrier.installed()?.propagator }
+        set { ContextCarrier.install(newValue) }
+    }
+}
+
+/// Where the three posting paths wrap their work when a ``ContextPropagator`` is installed.
+enum ContextCarrier {
+    /// The installed propagator, boxed so that one pointer publishes it.
+    final class Installed: Sendable {
+        let propagator: any ContextPropagator
+        init(_ propagator: any ContextPropagator) { self.propagator = propagator }
+    }
+
+    /// The address of a retained `Installed`, or 0: the one load a post pays when no propagator is
+    /// installed. (An address, as `UnsafeRawPointer` is not `Sendable`.)
+    /// Read without a lock, so a replaced box cannot be freed (a post may be reading it): it moves
+    /// to `retired`, where it stays reachable. Propagators are set once at start-up, so these are few.
+    private static let current = Atomic<UInt>(0)
+    private static let retired = Mutex<[Installed]>([])
+
+    static func install(_ propagator: (any ContextPropagator)?) {
+        let box = propagator.map { UInt(bitPattern: Unmanaged.passRetained(Installed($0)).toOpaque()) } ?? 0
+        let old = current.exchange(box, ordering: .acquiringAndReleasing)
+        guard let address = UnsafeRawPointer(bitPattern: old) else { return }
+        let replaced = Unmanaged<Installed>.fromOpaque(address)
+        retired.withLock { $0.append(replaced.takeUnretainedValue()) }
+        replaced.release()
+    }
+
+    @inline(__always)
+    static func installed() -> Installed? {
+        guard let box = UnsafeRawPointer(bitPattern: current.load(ordering: .acquiring)) else { return nil }
+        return Unmanaged<Installed>.fromOpaque(box).takeUnretainedValue()
+    }
+
+    /// The work to queue for fire-and-forget `work`: `work` itself, or `work` run in the poster's context.
+    @inline(__always)
+    static func carry(_ work: @escaping @Sendable () -> Void, label: String?) -> @Sendable () -> Void {
+        guard let installed = installed() else { return work }
+        let propagator = installed.propagator
+        guard let captured = propagator.capture(label: label) else { return work }
+        return { propagator.restore(captured, label: label, around: work) }
+    }
+
+    /// As `carry(_:label:)`, for work whose caller blocks until it ran (`sync`): not `Sendable`, as
+    /// it runs while its caller waits.
+    @inline(__always)
+    static func carry(_ work: @escaping () -> Void, label: String?) -> () -> Void {
+        guard let installed = installed() else { return work }
+        let propagator = installed.propagator
+        guard let captured = propagator.capture(label: label) else { return work }
+        return { propagator.restore(captured, label: label, around: work) }
+    }
+
+    /// As `carry(_:label:)`, for awaited work that returns a value (`run`).
+    @inline(__always)
+    static func carry<T>(
+        _ work: @escaping @Sendable () throws -> T,
+        label: String?
+    ) -> @Sendable () throws -> T {
+        guard let installed = installed() else { return work }
+        let propagator = installed.propagator
+        guard let captured = propagator.capture(label: label) else { return work }
+        return { try propagator.restore(captured, label: label, around: work) }
+    }
+}
