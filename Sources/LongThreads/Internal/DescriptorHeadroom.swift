@@ -22,14 +22,18 @@ enum DescriptorHeadroom {
     static let mode = 2
     private static let margin = 1
 
-    private static let lock = Locked(())
+    /// Serialises the library's CF allocations; counts the probes. (Not a `Locked<Void>`: with no
+    /// storage to guard, the compiler may move the state access out of the critical section, and
+    /// ThreadSanitizer then reports it.)
+    private static let lock = Locked(0)
 
     /// Calls `body`, which may make CF take up to `count` descriptors, if that many (plus a
     /// spare) are free now; otherwise returns the `errno` that refused them, without calling it.
     static func withDescriptors<Result>(
         _ count: Int, _ body: () throws(LongThreadError) -> Result
     ) throws(LongThreadError) -> Result {
-        try lock.withLock { (_: inout Void) throws(LongThreadError) -> Result in
+        try lock.withLock { (probes: inout Int) throws(LongThreadError) -> Result in
+            probes &+= 1
             if let errno = probe(count + margin) { throw .outOfResources(errno: errno) }
             return try body()
         }
