@@ -99,6 +99,7 @@ let package = Package(
             name: "LongThreadsIntegrationTests",
             dependencies: [
                 "LongThreadsServiceLifecycle", "LongThreadsLogging", "LongThreadsMetrics", "LongThreadsTracing",
+                "CLongThreadsShims",
                 .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
                 .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),

@@ -22,9 +22,19 @@ bash scripts/ensure-packages.sh
 # and the async tests of the same run, which wait on that pool with bounded timeouts, fail. Seen under
 # ThreadSanitizer and on a loaded machine; serial, the same suites pass. Concurrency is tested inside
 # each test, not between tests.
+# Each run of tests has a time limit (TEST_TIME_LIMIT seconds, default 600: the slowest, the
+# library's suites under ThreadSanitizer, take ~80 s here). A run still going then is hung:
+# scripts/watchdog.sh prints every thread's backtrace and ends it, so a hang fails in minutes and
+# names its culprit instead of eating CI's budget. Output is line-buffered (stdbuf) so the log
+# shows the last test that started.
+guarded() {
+    bash scripts/watchdog.sh "${TEST_TIME_LIMIT:-600}" stdbuf -oL -eL "$@"
+}
+
 suites() {
-    swift test --disable-xctest --no-parallel --skip ExamplesTests "$@"
-    swift test --disable-xctest --no-parallel --filter ExamplesTests "$@"
+    swift build --build-tests "$@"
+    guarded swift test --skip-build --disable-xctest --no-parallel --skip ExamplesTests "$@"
+    guarded swift test --skip-build --disable-xctest --no-parallel --filter ExamplesTests "$@"
 }
 
 echo "== swift test"
@@ -32,13 +42,14 @@ suites
 echo "== swift test --sanitize=thread"
 suites --sanitize=thread --scratch-path .build-tsan
 echo "== longthread-stress under ThreadSanitizer"
-.build-tsan/debug/longthread-stress --duration "${STRESS_SECONDS:-45}" --cycles 1000000 --hang-timeout 60 --quiet
+guarded .build-tsan/debug/longthread-stress --duration "${STRESS_SECONDS:-45}" --cycles 1000000 --hang-timeout 60 --quiet
 echo "== swift test --sanitize=address"
 LSAN_OPTIONS="suppressions=$PWD/scripts/lsan-suppressions.txt:print_suppressions=0" \
     suites --sanitize=address --scratch-path .build-asan
 echo "== longthread-stress under AddressSanitizer"
 LSAN_OPTIONS="suppressions=$PWD/scripts/lsan-suppressions.txt:print_suppressions=0" \
-    .build-asan/debug/longthread-stress --duration "${STRESS_SECONDS:-45}" --cycles 1000000 --hang-timeout 60 --quiet
+    guarded .build-asan/debug/longthread-stress --duration "${STRESS_SECONDS:-45}" --cycles 1000000 --hang-timeout 60 --quiet
 echo "== longthread-demo, release build"
-swift run -c release longthread-demo > /dev/null
+swift build -c release --product longthread-demo
+guarded swift run -c release --skip-build longthread-demo > /dev/null
 echo "demo: ok"
