@@ -16,6 +16,7 @@ let package = Package(
         .package(path: "../"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.1.0"),
     ],
     targets: [
         // What Swift cannot reach through Glibc: syscall(SYS_futex), gettid, CPU affinity masks,
@@ -26,6 +27,8 @@ let package = Package(
             dependencies: [
                 "CBenchSupport",
                 .product(name: "LongThreads", package: libraryIdentity),
+                .product(name: "LongThreadsTracing", package: libraryIdentity),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

@@ -12,9 +12,14 @@ let contenders: [any Contender.Type] = [
 // the Swift 6.3.1 compiler (SILGen).
 // Bad usage: the message on standard error, exit status 64; --help and --version exit 0.
 let command = BenchCommand.parseOrExit()
+// LongThread-alone tables, each run unless --only names other figures only.
+let sections = ["scaling", "propagation"]
+func sectionRuns(_ section: String) -> Bool {
+    command.settings.only.isEmpty || command.settings.only.contains { section.contains($0) }
+}
 if command.list {
     print("contenders: " + contenders.map { $0.name }.joined(separator: ", "))
-    print("figures: " + Set(Figures.all(Settings()).map(\.key) + ["scaling"]).sorted().joined(separator: ", "))
+    print("figures: " + Set(Figures.all(Settings()).map(\.key) + sections).sorted().joined(separator: ", "))
     exit(0)
 }
 let settings = command.settings
@@ -26,7 +31,7 @@ func selected<T>(_ items: [T], _ name: (T) -> String) -> [T] {
     return picked.isEmpty ? items : picked
 }
 for name in settings.only where !contenders.contains(where: { $0.name.lowercased().contains(name) })
-    && !allFigures.contains(where: { $0.key.contains(name) }) && !"scaling".contains(name) {
+    && !allFigures.contains(where: { $0.key.contains(name) }) && !sections.contains(where: { $0.contains(name) }) {
     printToStandardError("longthread-bench: --only \(name) names no contender and no figure (see --list)")
     exit(64)
 }
@@ -34,9 +39,9 @@ var chosenContenders = selected(contenders) { $0.name }
 if !chosenContenders.contains(where: { $0 == LongThreadContender.self }) {
     chosenContenders.insert(LongThreadContender.self, at: 0)
 }
-// `--only scaling` alone runs the scaling tables and no contender figure.
-let onlyScaling = !settings.only.isEmpty && settings.only.allSatisfy { "scaling".contains($0) }
-let chosenFigures = onlyScaling ? [] : selected(allFigures) { $0.key }
+// `--only scaling` (or propagation) alone runs that table and no contender figure.
+let onlySections = !settings.only.isEmpty && settings.only.allSatisfy { name in sections.contains { $0.contains(name) } }
+let chosenFigures = onlySections ? [] : selected(allFigures) { $0.key }
 
 // The allocation figure is only as good as the counter: check that a library's malloc (here the
 // Swift runtime's, allocating a string) goes through this executable's counting malloc.
@@ -50,9 +55,9 @@ let machine = Machine.description(hogs: settings.hogs)
 machine.forEach { Runner.progress($0) }
 Hogs.start(settings.hogs)
 let results = Runner.run(chosenFigures, chosenContenders, settings)
-// Scaling figures are LongThread's alone: run them unless --only names other figures only.
-let runScaling = settings.only.isEmpty || settings.only.contains { "scaling".contains($0) }
-let scaling = runScaling ? Scaling.run(settings) : []
+let scaling = sectionRuns("scaling") ? Scaling.run(settings) : []
+if sectionRuns("propagation") { Runner.progress("context propagation") }
+let propagation = sectionRuns("propagation") ? [Propagation.run(settings)] : []
 let loadAtEnd = Machine.loadAverage()
 Hogs.stop()
 
@@ -79,6 +84,10 @@ if !bars.isEmpty {
 if !scaling.isEmpty {
     emit("\n### Cost as work grows (LongThread alone)\n")
     emit(Scaling.markdown(scaling))
+}
+if !propagation.isEmpty {
+    emit("\n### What carrying trace context costs a post (LongThread alone, LongThreadsTracing)\n")
+    emit(Scaling.markdown(propagation))
 }
 print(report, terminator: "")
 if let path = settings.outputPath {
