@@ -90,16 +90,22 @@ let package = Package(
         ),
 
         // MARK: - Tests
+        // Latches, recorders and the process census the test targets share; not a product.
+        .target(
+            name: "LongThreadsTestSupport",
+            dependencies: ["LongThreads", "CLongThreadsShims"],
+            path: "Tests/LongThreadsTestSupport"
+        ),
         .testTarget(
             name: "LongThreadsTests",
-            dependencies: ["LongThreads", "CLongThreadsShims"],
+            dependencies: ["LongThreads", "CLongThreadsShims", "LongThreadsTestSupport"],
             path: "Tests/LongThreadsTests"
         ),
         .testTarget(
             name: "LongThreadsIntegrationTests",
             dependencies: [
                 "LongThreadsServiceLifecycle", "LongThreadsLogging", "LongThreadsMetrics", "LongThreadsTracing",
-                "CLongThreadsShims",
+                "LongThreadsTestSupport",
                 .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
                 .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),

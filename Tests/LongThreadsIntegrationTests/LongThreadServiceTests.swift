@@ -39,7 +39,7 @@ struct LongThreadServiceTests {
 
     @Test("graceful shutdown drains, then runs the thread's tearDown on the thread, before run() returns")
     func gracefulShutdownTearsDown() async throws {
-        let log = EventLog()
+        let log = Recorder<String>()
         let service = try LongThreadService(name: "lt-svc-hooks", options: .init(
             setUp: { log.record("setUp on \(LongThread.current?.name ?? "?")") },
             tearDown: { log.record("tearDown on \(LongThread.current?.name ?? "?")") }
@@ -157,24 +157,5 @@ struct ProbeService: Service {
     func run() async throws {
         started.countDown()
         try await gracefulShutdown()
-    }
-}
-
-/// Lines recorded in order, from any thread.
-final class EventLog: @unchecked Sendable {
-    private let lock = NSLock()
-    // Guarded by `lock`.
-    private var lines: [String] = []
-
-    func record(_ line: String) {
-        lock.lock()
-        lines.append(line)
-        lock.unlock()
-    }
-
-    var events: [String] {
-        lock.lock()
-        defer { lock.unlock() }
-        return lines
     }
 }

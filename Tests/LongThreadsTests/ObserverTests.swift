@@ -69,9 +69,3 @@ struct ObserverTests {
         #expect(log.events.filter { $0 == 5 }.count == before)
     }
 }
-
-func threadIsSleeping(_ tid: Int32) -> Bool {
-    // The state follows the command name in parentheses, which may itself contain spaces.
-    ProcessCensus.read("/proc/self/task/\(tid)/stat")
-        .flatMap { $0.split(separator: ")").last?.split(separator: " ").first } == "S"
-}

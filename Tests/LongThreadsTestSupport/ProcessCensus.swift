@@ -2,26 +2,26 @@ import CLongThreadsShims
 import Foundation
 
 /// What the kernel says about this process's threads and descriptors.
-enum ProcessCensus {
+package enum ProcessCensus {
     /// The kernel ids of this process's threads.
-    static var threadIDs: [Int32] {
+    package static var threadIDs: [Int32] {
         ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []).compactMap { Int32($0) }
     }
 
-    static var threadCount: Int { threadIDs.count }
+    package static var threadCount: Int { threadIDs.count }
 
     /// The kernel name (`comm`) of each thread.
-    static var threadNames: [String] {
+    package static var threadNames: [String] {
         threadIDs.compactMap { name(ofThread: $0) }
     }
 
-    static func name(ofThread tid: Int32) -> String? {
+    package static func name(ofThread tid: Int32) -> String? {
         read("/proc/self/task/\(tid)/comm")?.trimmingCharacters(in: .newlines)
     }
 
     /// The contents of a small /proc file. Plain POSIX reads: Foundation's
     /// `String(contentsOfFile:)` leaks its buffer for procfs files, which report a size of 0.
-    static func read(_ path: String) -> String? {
+    package static func read(_ path: String) -> String? {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
@@ -35,22 +35,22 @@ enum ProcessCensus {
         return String(decoding: bytes, as: UTF8.self)
     }
 
-    static func threadExists(_ tid: Int32) -> Bool {
+    package static func threadExists(_ tid: Int32) -> Bool {
         FileManager.default.fileExists(atPath: "/proc/self/task/\(tid)")
     }
 
     /// True once the kernel has reaped thread `tid`. `pthread_join` returns when the kernel clears
     /// the thread's id, a moment before its `/proc` entry goes, so this allows that moment (bounded).
-    static func threadGone(_ tid: Int32) -> Bool {
+    package static func threadGone(_ tid: Int32) -> Bool {
         waitUntil(timeout: .seconds(2)) { !threadExists(tid) }
     }
 
-    static var descriptorCount: Int {
+    package static var descriptorCount: Int {
         ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []).count
     }
 
     /// Voluntary context switches of thread `tid`: how often it slept and was woken.
-    static func voluntarySwitches(ofThread tid: Int32) -> Int? {
+    package static func voluntarySwitches(ofThread tid: Int32) -> Int? {
         guard let status = read("/proc/self/task/\(tid)/status") else { return nil }
         for line in status.split(separator: "\n") where line.hasPrefix("voluntary_ctxt_switches:") {
             return Int(line.split(separator: ":")[1].trimmingCharacters(in: .whitespaces))
@@ -58,5 +58,12 @@ enum ProcessCensus {
         return nil
     }
 
-    static var currentThreadID: Int32 { CLongThreadsShims_gettid() }
+    package static var currentThreadID: Int32 { CLongThreadsShims_gettid() }
+}
+
+/// Whether the kernel thread `tid` of this process is asleep (state `S`): a post then wakes its loop.
+package func threadIsSleeping(_ tid: Int32) -> Bool {
+    // The state follows the command name in parentheses, which may itself contain spaces.
+    ProcessCensus.read("/proc/self/task/\(tid)/stat")
+        .flatMap { $0.split(separator: ")").last?.split(separator: " ").first } == "S"
 }
