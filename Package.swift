@@ -116,7 +116,9 @@ let package = Package(
         ),
         .testTarget(
             name: "ExamplesTests",
-            dependencies: ["AFNetworkingExample", "WeexExample", "DaemonExample", "ExampleSupport"],
+            dependencies: [
+                "AFNetworkingExample", "WeexExample", "DaemonExample", "ExampleSupport", "LongThreadsTestSupport",
+            ],
             path: "Tests/ExamplesTests"
         ),
     ],

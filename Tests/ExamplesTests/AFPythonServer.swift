@@ -76,10 +76,10 @@ final class AFPythonServer: Sendable {
     static func serving<T>(_ server: AFPythonServer, _ body: (AFPythonServer) async throws -> T) async throws -> T {
         do {
             let value = try await body(server)
-            _ = try? await afOffThePool { server.stop() }
+            _ = try? await offThePool { server.stop() }
             return value
         } catch {
-            _ = try? await afOffThePool { server.stop() }
+            _ = try? await offThePool { server.stop() }
             throw error
         }
     }
@@ -130,14 +130,6 @@ func afFetch(_ request: AFURLRequest, timeout: Double = 30) async throws -> Resu
         throw AFPythonServerError("\(request.httpMethod) \(request.url) did not complete within \(timeout) s")
     }
     return result
-}
-
-/// Runs blocking `work` (starting or stopping a child process) on a Dispatch thread, so that the
-/// awaiting test does not hold a thread of the cooperative pool.
-func afOffThePool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }
-    }
 }
 
 extension AFPythonServer {

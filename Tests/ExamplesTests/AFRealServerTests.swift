@@ -29,7 +29,7 @@ struct AFRealServerTests {
 
     /// Runs `body` with a fresh responder, stopped afterwards whatever happens.
     static func withResponder<T>(_ body: (AFPythonServer) async throws -> T) async throws -> T {
-        try await AFPythonServer.serving(try await afOffThePool { try AFPythonServer.responder() }, body)
+        try await AFPythonServer.serving(try await offThePool { try AFPythonServer.responder() }, body)
     }
 
     /// Writes `files` (path: bytes) into a fresh temporary directory, serves it with
@@ -44,7 +44,7 @@ struct AFRealServerTests {
             try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
             try Data(bytes).write(to: file)
         }
-        let server = try await afOffThePool { try AFPythonServer.httpServer(serving: directory, protocol: version) }
+        let server = try await offThePool { try AFPythonServer.httpServer(serving: directory, protocol: version) }
         return try await AFPythonServer.serving(server, body)
     }
 

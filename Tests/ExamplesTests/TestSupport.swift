@@ -1,0 +1,2 @@
+// Latches, recorders, process census and thread helpers, shared by the test targets.
+@_exported import LongThreadsTestSupport
