@@ -12,6 +12,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Each step's header carries the seconds since the script began: the log then shows where time goes.
+began=$SECONDS
+step() { echo "== $1 (+$((SECONDS - began)) s)"; }
+
 # The daemon example and its tests need Debian packages: install them if missing (as root), or
 # print the command to run.
 bash scripts/ensure-packages.sh
@@ -37,19 +41,20 @@ suites() {
     guarded swift test --skip-build --disable-xctest --no-parallel --filter ExamplesTests "$@"
 }
 
-echo "== swift test"
+step "swift test"
 suites
-echo "== swift test --sanitize=thread"
+step "swift test --sanitize=thread"
 suites --sanitize=thread --scratch-path .build-tsan
-echo "== longthread-stress under ThreadSanitizer"
+step "longthread-stress under ThreadSanitizer"
 guarded .build-tsan/debug/longthread-stress --duration "${STRESS_SECONDS:-45}" --cycles 1000000 --hang-timeout 60 --quiet
-echo "== swift test --sanitize=address"
+step "swift test --sanitize=address"
 LSAN_OPTIONS="suppressions=$PWD/scripts/lsan-suppressions.txt:print_suppressions=0" \
     suites --sanitize=address --scratch-path .build-asan
-echo "== longthread-stress under AddressSanitizer"
+step "longthread-stress under AddressSanitizer"
 LSAN_OPTIONS="suppressions=$PWD/scripts/lsan-suppressions.txt:print_suppressions=0" \
     guarded .build-asan/debug/longthread-stress --duration "${STRESS_SECONDS:-45}" --cycles 1000000 --hang-timeout 60 --quiet
-echo "== longthread-demo, release build"
+step "longthread-demo, release build"
 swift build -c release --product longthread-demo
 guarded swift run -c release --skip-build longthread-demo > /dev/null
 echo "demo: ok"
+step "all passed"
