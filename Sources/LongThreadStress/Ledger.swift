@@ -59,7 +59,7 @@ final class Ledger: @unchecked Sendable {
 final class Watchdog: @unchecked Sendable {
     private let lock = NSLock()
     // Guarded by `lock`.
-    private var current: (what: String, since: ContinuousClock.Instant)?
+    private var current: [Int: (what: String, since: ContinuousClock.Instant)] = [:] // by runner
     private let timeout: Duration
     private let seed: UInt64
 
@@ -69,15 +69,15 @@ final class Watchdog: @unchecked Sendable {
         spawnDetached { [self] in watch() }
     }
 
-    func begin(_ what: String) { lock.withLock { current = (what, .now) } }
-    func end() { lock.withLock { current = nil } }
+    func begin(runner: Int, _ what: String) { lock.withLock { current[runner] = (what, .now) } }
+    func end(runner: Int) { lock.withLock { current[runner] = nil } }
 
     private func watch() {
         while true {
             usleep(200_000) // the watchdog's own tick; a hang is minutes-scale, this is not a test wait
             let overdue = lock.withLock { () -> String? in
-                guard let current, ContinuousClock.now - current.since > timeout else { return nil }
-                return current.what
+                let now = ContinuousClock.now
+                return current.values.first { now - $0.since > timeout }?.what
             }
             if let overdue {
                 let report = """

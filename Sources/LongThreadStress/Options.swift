@@ -21,6 +21,12 @@ struct Options: ParsableCommand {
     @Option(name: .customLong("producers"), help: "Producer threads per cycle (at least 1).")
     var producerCount = 3
 
+    @Option(name: .customLong("parallel"), help: ArgumentHelp(
+        "Cycles run at once, each runner on a thread of its own (at least 1). With 1 (the default) a seed replays "
+            + "a run exactly; with more, each runner's choices replay, not their interleaving.",
+        valueName: "runners"))
+    var parallelCount = 1
+
     @Option(name: .customLong("duration"), help: ArgumentHelp("Stop after this long, in seconds (fractions allowed).", valueName: "seconds"))
     var durationSeconds: Double?
 
@@ -43,6 +49,7 @@ struct Options: ParsableCommand {
     var list = false
 
     var producers: Int { max(1, producerCount) }
+    var parallel: Int { max(1, parallelCount) }
     var duration: Duration? { durationSeconds.map { .seconds($0) } }
     var hangTimeout: Duration { .seconds(max(1, hangTimeoutSeconds)) }
     /// nil: mixed.

@@ -1,6 +1,7 @@
 // longthread-stress: stop-and-teardown stress for LongThread. See Options (or --help).
 import Foundation
 import LongThreads
+import Synchronization
 
 // Bad usage: the message on standard error, exit status 64. --help, --version and --list exit 0.
 let options = Options.parseOrExit()
@@ -10,7 +11,8 @@ func log(_ line: String) { FileHandle.standardError.write(Data((line + "\n").utf
 var rng = SeededGenerator(seed: options.seed)
 let watchdog = Watchdog(timeout: options.hangTimeout, seed: options.seed)
 log("longthread-stress: seed \(options.seed), scenario \(options.scenario?.rawValue ?? "mixed"), "
-    + "up to \(options.cycles) cycles\(options.duration.map { " or \($0)" } ?? ""), \(options.producers) producers")
+    + "up to \(options.cycles) cycles\(options.duration.map { " or \($0)" } ?? ""), \(options.producers) producers"
+    + (options.parallel > 1 ? ", \(options.parallel) cycles at once" : ""))
 
 // Warm-up: Foundation and CF create process-wide state (and threads) once; the census starts after.
 for _ in 0..<3 { _ = try runCycle(.stopRacingProducers, choices: CycleChoices(using: &rng), producers: 1, hangTimeout: options.hangTimeout) }
@@ -18,35 +20,67 @@ let threadsBefore = Census.threads
 let descriptorsBefore = Census.descriptors
 let memoryBefore = Census.memory
 
-var total = CycleResult()
-var cycles = 0
-var byScenario: [Scenario: Int] = [:]
+/// What the runners have done so far; each runner adds its cycles here.
+struct RunTally {
+    var total = CycleResult()
+    var cycles = 0
+    var byScenario: [Scenario: Int] = [:]
+    var lastProgress = ContinuousClock.now
+}
+let tally = Mutex(RunTally())
 let started = ContinuousClock.now
-var lastProgress = started
-while cycles < options.cycles {
-    if let duration = options.duration, ContinuousClock.now - started >= duration { break }
-    let scenario = options.scenario ?? Scenario.random(using: &rng)
-    let choices = CycleChoices(using: &rng)
-    if options.printPlan { print("cycle \(cycles): \(scenario.rawValue) \(choices.pending) items=\(choices.items)") }
-    watchdog.begin("cycle \(cycles) (\(scenario.rawValue))")
-    let result = try runCycle(scenario, choices: choices, producers: options.producers, hangTimeout: options.hangTimeout)
-    watchdog.end()
-    cycles += 1
-    byScenario[scenario, default: 0] += 1
-    total.accepted += result.accepted
-    total.tasksRun += result.tasksRun
-    total.discarded += result.discarded
-    total.waitersToldDiscarded += result.waitersToldDiscarded
-    total.refused += result.refused
-    total.lost += result.lost
-    for problem in result.problems.prefix(3) { log("cycle \(cycles - 1) (\(scenario.rawValue)): \(problem)") }
-    total.problems += result.problems
-    if !options.quiet, ContinuousClock.now - lastProgress >= .seconds(1) {
-        lastProgress = .now
-        log("  \(cycles) cycles, \(total.accepted) accepted, \(total.tasksRun) run, \(total.discarded) discarded, "
-            + "lost \(total.lost), rss \(Census.memory.rss) KiB")
+
+/// Takes the next cycle's number, or nil once the run has done enough.
+func nextCycle(_ claimed: inout Int) -> Int? {
+    if let duration = options.duration, ContinuousClock.now - started >= duration { return nil }
+    guard claimed < options.cycles else { return nil }
+    defer { claimed += 1 }
+    return claimed
+}
+let claims = Mutex(0)
+
+/// One runner: cycles one after another, with random choices of its own. Runner 0 draws from the
+/// warm-up's generator, so a run with one runner replays exactly from its seed.
+func runCycles(runner: Int, rng: inout SeededGenerator) throws {
+    while let cycle = claims.withLock({ nextCycle(&$0) }) {
+        let scenario = options.scenario ?? Scenario.random(using: &rng)
+        let choices = CycleChoices(using: &rng)
+        if options.printPlan { print("cycle \(cycle): \(scenario.rawValue) \(choices.pending) items=\(choices.items)") }
+        watchdog.begin(runner: runner, "cycle \(cycle) (\(scenario.rawValue))")
+        let result = try runCycle(scenario, choices: choices, producers: options.producers, hangTimeout: options.hangTimeout)
+        watchdog.end(runner: runner)
+        for problem in result.problems.prefix(3) { log("cycle \(cycle) (\(scenario.rawValue)): \(problem)") }
+        tally.withLock { tally in
+            tally.cycles += 1
+            tally.byScenario[scenario, default: 0] += 1
+            tally.total.accepted += result.accepted
+            tally.total.tasksRun += result.tasksRun
+            tally.total.discarded += result.discarded
+            tally.total.waitersToldDiscarded += result.waitersToldDiscarded
+            tally.total.refused += result.refused
+            tally.total.lost += result.lost
+            tally.total.problems += result.problems
+            if !options.quiet, ContinuousClock.now - tally.lastProgress >= .seconds(1) {
+                tally.lastProgress = .now
+                let total = tally.total
+                log("  \(tally.cycles) cycles, \(total.accepted) accepted, \(total.tasksRun) run, \(total.discarded) discarded, "
+                    + "lost \(total.lost), rss \(Census.memory.rss) KiB")
+            }
+        }
     }
 }
+
+// Runners beyond the first get threads of their own (joined before the census below) and
+// generators seeded apart from the first's.
+let extraRunners = (1..<options.parallel).map { runner in
+    spawn {
+        var own = SeededGenerator(seed: options.seed &+ UInt64(runner) &* 0xD1B5_4A32_D192_ED03)
+        do { try runCycles(runner: runner, rng: &own) } catch { fatalError("runner \(runner): \(error)") }
+    }
+}
+try runCycles(runner: 0, rng: &rng)
+join(extraRunners)
+let (total, cycles, byScenario) = tally.withLock { ($0.total, $0.cycles, $0.byScenario) }
 
 // Threads that detached themselves (last reference dropped on the thread) end a moment later, and
 // the kernel reaps a joined thread's /proc entry a moment after pthread_join: let the counts settle.

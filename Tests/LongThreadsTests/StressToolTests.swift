@@ -42,6 +42,16 @@ struct StressToolTests {
         #expect(output.contains("result: clean"))
     }
 
+    @Test("cycles run at once with --parallel lose nothing, leak nothing and exit 0")
+    func parallelRunIsClean() throws {
+        let (status, output) = try run(["--cycles", "120", "--parallel", "4", "--seed", "11", "--hang-timeout", "120", "--quiet"])
+        #expect(status == 0, "\(output)")
+        #expect(output.contains("cycles                 120 "))
+        #expect(output.contains("tasks lost             0"))
+        #expect(output.contains("threads leaked         0"))
+        #expect(output.contains("result: clean"))
+    }
+
     @Test("the same seed replays the same choices")
     func seedReplays() throws {
         let first = try run(["--cycles", "40", "--seed", "99", "--quiet", "--print-plan"])
