@@ -43,10 +43,17 @@ suites() {
 
 step "swift test"
 suites
+# ThreadSanitizer checks data races; its lock-order (deadlock) detector is off. Seen twice in eight
+# runs of the library's suites (once in CI): the detector failed its own internal CHECK
+# (sanitizer_deadlock_detector1.cpp:166, "!dd.isHeld", on a mutex the thread had just acquired,
+# so not held before), then deadlocked in TSan's own CHECK reporter, holding two threads of the
+# cooperative pool; the run never ended. scripts/watchdog.sh's backtraces showed it.
+export TSAN_OPTIONS="detect_deadlocks=0${TSAN_OPTIONS:+:$TSAN_OPTIONS}"
 step "swift test --sanitize=thread"
 suites --sanitize=thread --scratch-path .build-tsan
 step "longthread-stress under ThreadSanitizer"
 guarded .build-tsan/debug/longthread-stress --duration "${STRESS_SECONDS:-45}" --cycles 1000000 --hang-timeout 60 --quiet
+unset TSAN_OPTIONS
 step "swift test --sanitize=address"
 LSAN_OPTIONS="suppressions=$PWD/scripts/lsan-suppressions.txt:print_suppressions=0" \
     suites --sanitize=address --scratch-path .build-asan
