@@ -1,14 +1,22 @@
 import CLongThreadsShims
 import Foundation
 import LongThreads
+import Synchronization
 import Testing
 
 // Functions the stalled tasks are stuck in: the reports' stacks must name them. Not inlined,
 // and visible to the dynamic linker (not private), so that the stack can name them.
 
+/// Spins, calling nothing, until `latch` opens: the sample lands in this function's own code. A
+/// sample inside a callee's prologue (it spun on `latch.isOpen`, and was caught at
+/// `NSCondition.lock() + 9` on a loaded machine) loses the caller's frame to frame-pointer
+/// unwinding, and the report then could not name this function.
 @inline(never)
 func stallSpinning(until latch: Latch) {
-    while !latch.isOpen {}
+    final class Flag: Sendable { let isSet = Atomic<Bool>(false) }
+    let opened = Flag()
+    Thread { latch.wait(); opened.isSet.store(true, ordering: .releasing) }.start()
+    while !opened.isSet.load(ordering: .acquiring) {}
 }
 
 @inline(never)

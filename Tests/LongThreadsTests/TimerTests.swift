@@ -60,10 +60,11 @@ struct TimerTests {
         #expect(timer.isCancelled)
         let times = fires.events
         // After the long callout, the next fire comes on the grid after now, not in a burst of the
-        // missed ones: no two fires after it are closer than half an interval.
-        for index in 2..<times.count - 1 {
-            #expect(times[index + 1] - times[index] >= .milliseconds(10))
-        }
+        // missed ones. Bunched, the three fires after it would come within a millisecond; on the
+        // grid they span at least an interval. (Not "no two closer than half an interval": a fire
+        // made late by a busy machine may come just before the next grid point, seen: 0.8 ms.)
+        #expect(times.count == 5)
+        #expect(times[4] - times[2] >= .milliseconds(10))
         #expect(times[2] - times[1] >= .milliseconds(150))
     }
 
