@@ -27,6 +27,8 @@ extension StallMonitor {
         /// The stalled thread's stack while the callout ran, innermost frame first, with the
         /// library's frames marked and the run loop's frames under the work trimmed. Empty for
         /// ``Kind/slowDelivery``, and when the stack could not be captured (see ``stackNote``).
+        /// The unwinder (`backtrace(3)`) can stop early: seen once, a sample taken 9 bytes into
+        /// `NSCondition.lock()` (libFoundation) gave that one frame and none of its callers.
         public var stack: [StallMonitor.Frame]
         /// Why ``stack`` is empty for a ``Kind/slowDispatch`` report (capture off, the callout
         /// ended meanwhile, the thread blocks the signal); nil otherwise.
