@@ -104,6 +104,7 @@ extension ThreadCore: RunLoopEngineDelegate {
             let yieldToLoop = refills == Self.refillsPerCallout
             let (gotMore, isStopping) = shared.withLock { state in
                 publishCounters(into: &state, ran: ran)
+                if state.countsWakeUps, let engine, !engine.countingWakeUps { engine.countWakeUps() }
                 if yieldToLoop, !state.queue.isEmpty { return (false, false) }
                 let before = batch.count
                 let gotMore = state.queue.moveAll(to: &batch)

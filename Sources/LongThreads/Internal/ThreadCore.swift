@@ -120,6 +120,9 @@ final class ThreadCore: @unchecked Sendable {
         var timers: [ObjectIdentifier: LongThreadTimer] = [:]
         /// Observers and descriptor sources: the loop's exit cancels them.
         var attachments: [ObjectIdentifier: any LoopAttachment] = [:]
+        /// Whether the loop counts its wake-ups: from the start with an owner or an instrument,
+        /// otherwise once `statistics` was read (the loop then adds its observer at its next drain).
+        var countsWakeUps = false
         /// Stoppers that changed the lifecycle and are still releasing what they took (discarded
         /// work, cancelled timers): the loop announces its end only once none is left.
         var stopsInFlight = 0
@@ -141,6 +144,7 @@ final class ThreadCore: @unchecked Sendable {
         self.owner = owner
         self.instrument = options.instrument
         var state = SharedState()
+        state.countsWakeUps = owner != nil || options.instrument != nil
         state.backpressure = options.queueLimit.map(Backpressure.init)
         self.shared = Locked(state)
         self.hints = Atomic(options.instrument != nil ? Hints.instrumented : 0)
@@ -176,7 +180,9 @@ final class ThreadCore: @unchecked Sendable {
         }
         let engine: RunLoopEngine
         do throws(LongThreadError) {
-            engine = try RunLoopEngine(delegate: self)
+            // Wake-ups are reported from the start only to whom needs each one: an owner to check
+            // (`checkOwner`) or an instrument. `statistics` turns counting on when first read.
+            engine = try RunLoopEngine(delegate: self, countsWakeUps: watchesOwner || instrument != nil)
         } catch {
             // Out of descriptors: CF would have halted the process making the loop.
             if case .outOfResources(let errno) = error { startError = errno } else { startError = EAGAIN }
