@@ -40,6 +40,9 @@ final class RunLoopEngine: @unchecked Sendable {
     private var wakeObserver: CFRunLoopObserver?
     /// The custom modes added so far (`add(modeNamed:)`), for a wake observer added later.
     private var customModes: [CFString] = []
+    /// Whether the engine reports wake-ups (`engineDidWake`). Written on the loop thread under
+    /// the thread's lock; read there.
+    private(set) var countingWakeUps: Bool
     /// The thread's descriptor sources and the epoll instances they share (`DescriptorSource`).
     let descriptorWatches = DescriptorWatches()
     /// What the sources' and the observer's info pointers point at (unretained: the engine keeps it
@@ -90,9 +93,6 @@ final class RunLoopEngine: @unchecked Sendable {
         customModes.append(mode)
         if let wakeObserver { CFRunLoopAddObserver(runLoop, wakeObserver, mode) }
     }
-
-    /// Whether the engine reports wake-ups (`engineDidWake`). Loop thread only, read once set.
-    private(set) var countingWakeUps: Bool
 
     /// Loop thread, under the thread's lock: from now on reports every wake-up, in every mode the
     /// thread has (those added later too). Once; later calls do nothing. On the loop thread, so

@@ -133,7 +133,8 @@ extension ThreadCore: RunLoopEngineDelegate {
         }
         let busy = CLongThreadsShims_monotonicNanoseconds() - started
         shared.withLock { $0.busyNanoseconds += busy }
-        if let instrument, totalRun > 0 {
+        // The flag first: binding the optional existential copies it (about 20 instructions).
+        if hasInstrument, totalRun > 0, let instrument {
             let depth = shared.withLock { $0.queue.count } + untakenInBatch
             instrument.record(.batch(
                 name: name, tasks: totalRun, busy: .nanoseconds(busy),
@@ -273,7 +274,7 @@ extension ThreadCore: RunLoopEngineDelegate {
 
     func engineDidWake() {
         wakeUps += 1
-        instrument?.record(.wokeUp(name: name))
+        if hasInstrument { instrument?.record(.wokeUp(name: name)) }
         checkOwner()
     }
 
