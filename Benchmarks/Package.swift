@@ -11,6 +11,7 @@ let package = Package(
     name: "LongThreadBenchmarks",
     products: [
         .executable(name: "longthread-bench", targets: ["LongThreadBench"]),
+        .executable(name: "longthread-postcost", targets: ["LongThreadPostCost"]),
     ],
     dependencies: [
         .package(path: "../"),
@@ -34,6 +35,12 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Sources/LongThreadBench"
+        ),
+        // Instruction counts of the async post path under callgrind (see README).
+        .executableTarget(
+            name: "LongThreadPostCost",
+            dependencies: [.product(name: "LongThreads", package: libraryIdentity)],
+            path: "Sources/LongThreadPostCost"
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -18,7 +18,10 @@ extension LongThread {
         public var tasksRun: Int
         /// Items dropped unrun by a discarding stop.
         public var discarded: Int
-        /// Times the loop woke from sleep.
+        /// Times the loop woke from sleep since it began counting: from its start when it has an
+        /// owner or an instrument, otherwise from the first read of ``LongThread/statistics``
+        /// (which returns 0 here). Counting costs a callout on every wake-up, so a thread counts
+        /// only once someone asks.
         public var wakeUps: Int
         /// Timer callouts so far.
         public var timersFired: Int
@@ -34,9 +37,20 @@ extension LongThread {
     ///   `oldestPendingAge` are current to the item; the loop thread counts the other figures
     ///   without the lock and publishes them at least once per pass of its run loop (a pass runs
     ///   queued work for at most about a millisecond, or one item when an item takes longer).
+    ///   The first read wakes the loop once, so that it begins counting wake-ups (``Statistics/wakeUps``).
     public var statistics: Statistics {
         let now = CLongThreadsShims_monotonicNanoseconds()
+        var engineToSignal: RunLoopEngine?
+        defer {
+            // The loop adds its wake-up observer at its next drain, on the thread.
+            engineToSignal?.signal()
+            engineToSignal?.wake()
+        }
         return core.shared.withLock { state in
+            if !state.countsWakeUps {
+                state.countsWakeUps = true
+                engineToSignal = state.engine
+            }
             let inBatch = core.batchWaiting.load(ordering: .relaxed)
             let batchOldest = inBatch > 0 ? core.batchOldestPostedAt.load(ordering: .relaxed) : 0
             let oldest = batchOldest != 0 ? batchOldest : state.queue.entries.first?.postedAt ?? 0

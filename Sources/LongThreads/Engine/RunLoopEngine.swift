@@ -22,8 +22,11 @@ protocol RunLoopEngineDelegate: AnyObject {
 ///   `TimerTests` "skips fire times" failed 2 runs of 3 at load average 25, passed 4 of 4 with it),
 ///   though it costs about 10,000 instructions per thread's life (callgrind);
 /// - one version-0 source that carries all queued work: producers signal it and wake the loop;
-/// - one observer for entry, exit and (when an owner is watched) after-waiting.
-/// All three are in the default mode and in each custom mode work is posted in (`add(modeNamed:)`),
+/// - one observer for entry and exit (nested runs: any task may run the loop itself), and for
+///   after-waiting only when someone counts wake-ups (an owner to check, an instrument, or a
+///   reader of `statistics`): that callout costs CF a pass over its observers on every wake-up.
+///   Counting can begin later (`countWakeUps()`), with a second observer.
+/// All are in the default mode and in each custom mode work is posted in (`add(modeNamed:)`),
 /// not in CF's common modes: every mode work can run in is registered with the thread, so the
 /// common-mode bookkeeping only cost CF instructions (about 16,000 per thread's life, callgrind).
 final class RunLoopEngine: @unchecked Sendable {
@@ -32,6 +35,14 @@ final class RunLoopEngine: @unchecked Sendable {
     private let workSource: CFRunLoopSource
     private let keepAlive: CFRunLoopSource
     private let observer: CFRunLoopObserver
+    /// The after-waiting observer added by `countWakeUps()` once the loop runs, if any.
+    /// Guarded by the thread's lock (`ThreadCore.shared`), as are `customModes`.
+    private var wakeObserver: CFRunLoopObserver?
+    /// The custom modes added so far (`add(modeNamed:)`), for a wake observer added later.
+    private var customModes: [CFString] = []
+    /// Whether the engine reports wake-ups (`engineDidWake`). Written on the loop thread under
+    /// the thread's lock; read there.
+    private(set) var countingWakeUps: Bool
     /// The thread's descriptor sources and the epoll instances they share (`DescriptorSource`).
     let descriptorWatches = DescriptorWatches()
     /// What the sources' and the observer's info pointers point at (unretained: the engine keeps it
@@ -47,15 +58,17 @@ final class RunLoopEngine: @unchecked Sendable {
 
     /// Loop thread only. Throws `.outOfResources` instead of letting CF halt the process when the
     /// descriptors for the loop cannot be had (`DescriptorHeadroom`).
-    init(delegate: any RunLoopEngineDelegate) throws(LongThreadError) {
+    /// `countsWakeUps`: report every wake-up from the start (`engineDidWake`).
+    init(delegate: any RunLoopEngineDelegate, countsWakeUps: Bool) throws(LongThreadError) {
         callouts = Callouts(delegate: delegate)
         let info = Unmanaged.passUnretained(callouts).toOpaque()
         runLoop = try DescriptorHeadroom.withDescriptors(DescriptorHeadroom.runLoop) { CFRunLoopGetCurrent() }
         workSource = Self.makeWorkSource(info: info)
         keepAlive = Self.makeKeepAlive()
-        let activities = CFRunLoopActivity.entry.rawValue | CFRunLoopActivity.exit.rawValue
-            | CFRunLoopActivity.afterWaiting.rawValue
+        var activities = CFRunLoopActivity.entry.rawValue | CFRunLoopActivity.exit.rawValue
+        if countsWakeUps { activities |= CFRunLoopActivity.afterWaiting.rawValue }
         observer = Self.makeObserver(activities: activities, info: info)
+        countingWakeUps = countsWakeUps
         add(toMode: kCFRunLoopDefaultMode)
     }
 
@@ -70,11 +83,30 @@ final class RunLoopEngine: @unchecked Sendable {
     @inline(__always)
     func wake() { CFRunLoopWakeUp(runLoop) }
 
-    /// Puts the sources and the observer in the custom mode `name`, which makes CF create it. Call
-    /// it only while the loop thread lives: a source added to the loop of an exited thread forms a
-    /// retain cycle and leaks. Throws `.outOfResources` when CF could not get the mode's descriptors.
+    /// Puts the sources and the observers in the custom mode `name`, which makes CF create it. Call
+    /// it only while the loop thread lives, under the thread's lock: a source added to the loop of
+    /// an exited thread forms a retain cycle and leaks. Throws `.outOfResources` when CF could not
+    /// get the mode's descriptors.
     func add(modeNamed name: String) throws(LongThreadError) {
-        try DescriptorHeadroom.withDescriptors(DescriptorHeadroom.mode) { add(toMode: Self.cfString(name)) }
+        let mode = Self.cfString(name)
+        try DescriptorHeadroom.withDescriptors(DescriptorHeadroom.mode) { add(toMode: mode) }
+        customModes.append(mode)
+        if let wakeObserver { CFRunLoopAddObserver(runLoop, wakeObserver, mode) }
+    }
+
+    /// Loop thread, under the thread's lock: from now on reports every wake-up, in every mode the
+    /// thread has (those added later too). Once; later calls do nothing. On the loop thread, so
+    /// the new observer never races a pass of the loop over its observers.
+    func countWakeUps() {
+        guard !countingWakeUps else { return }
+        countingWakeUps = true
+        let wakeObserver = Self.makeObserver(
+            activities: CFRunLoopActivity.afterWaiting.rawValue,
+            info: Unmanaged.passUnretained(callouts).toOpaque()
+        )
+        CFRunLoopAddObserver(runLoop, wakeObserver, kCFRunLoopDefaultMode)
+        for mode in customModes { CFRunLoopAddObserver(runLoop, wakeObserver, mode) }
+        self.wakeObserver = wakeObserver
     }
 
     // MARK: - Loop thread only
@@ -107,6 +139,7 @@ final class RunLoopEngine: @unchecked Sendable {
     func tearDown() {
         descriptorWatches.tearDown()
         CFRunLoopObserverInvalidate(observer)
+        if let wakeObserver { CFRunLoopObserverInvalidate(wakeObserver) }
         CFRunLoopSourceInvalidate(workSource)
         CFRunLoopSourceInvalidate(keepAlive)
     }

@@ -36,7 +36,7 @@ final class DeadlineBucket: WaitingWork, @unchecked Sendable {
     func run() {
         guard let core else { return }
         for item in take(from: core) {
-            if core.discardRequested.load(ordering: .relaxed) { item.discard() } else { item.run() }
+            if core.discardRequested { item.discard() } else { item.run() }
         }
     }
 

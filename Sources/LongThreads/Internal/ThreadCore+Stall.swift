@@ -10,7 +10,11 @@ extension ThreadCore {
     func noteMonitorsChanged(_ monitors: [StallMonitorState]) {
         let thresholds = monitors.map(\.deliveryThreshold).filter { $0 != 0 }
         deliveryThreshold.store(thresholds.min() ?? 0, ordering: .relaxed)
-        isMonitored.store(!monitors.isEmpty, ordering: .relaxed)
+        if monitors.isEmpty {
+            hints.bitwiseAnd(~Hints.monitored, ordering: .relaxed)
+        } else {
+            hints.bitwiseOr(Hints.monitored, ordering: .relaxed)
+        }
     }
 
     /// Loop thread, timing: `item` starts `waited` after its post. Reports a slow delivery once

@@ -21,7 +21,7 @@ extension ThreadCore {
                 let timers = Array(state.timers.values)
                 state.timers = [:]
                 guard action == .discard else { return (state.engine, [], false, timers) }
-                discardRequested.store(true, ordering: .relaxed)
+                hints.bitwiseOr(Hints.discard, ordering: .relaxed)
                 let (dropped, mustTell) = state.queue.removeAll()
                 state.discarded += dropped.count
                 return (state.engine, dropped, mustTell, timers)

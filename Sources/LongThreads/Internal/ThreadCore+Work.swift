@@ -9,24 +9,29 @@ extension ThreadCore: RunLoopEngineDelegate {
     /// stop has begun.
     /// `atFront`: ahead of the waiting items, in any mode (`performAtFrontOfQueue`). With a queue
     /// limit, throws `.queueFull` when full (see `Backpressure`).
+    /// `item` is made under the lock, straight into its queue entry: made outside, it was copied
+    /// in (a retain and a release of the closure's context per post).
     @inline(__always)
-    func enqueue(_ item: WorkItem, modes: [RunLoop.Mode]?, atFront: Bool = false) throws(LongThreadError) {
+    func enqueue(_ item: @autoclosure () -> WorkItem, modes: [RunLoop.Mode]?, atFront: Bool = false) throws(LongThreadError) {
         // Posts are timed only for someone who listens: the hot path reads no clock otherwise.
-        let postedAt = hasInstrument || isMonitored.load(ordering: .relaxed) ? CLongThreadsShims_monotonicNanoseconds() : 0
+        let postedAt = hints.load(ordering: .relaxed) & Hints.timesPosts != 0 ? CLongThreadsShims_monotonicNanoseconds() : 0
         let engineToWake = try shared.withLock { (state: inout SharedState) throws(LongThreadError) -> RunLoopEngine? in
             guard state.lifecycle.acceptsWork else { throw LongThreadError.stopped }
-            var mask = ModeTable.defaultBit
-            if let modes {
-                mask = try state.mask(for: modes)
-            }
-            // `hasQueueLimit` is a constant: after `perform` tested it, the compiler drops this check.
-            if hasQueueLimit { try state.backpressure?.admit(refusable: !atFront && !item.isJob) }
             let mustWake: Bool
             if atFront {
-                mustWake = state.queue.appendUrgent(QueueEntry(item: item, modes: .max, postedAt: postedAt))
-                urgentPending.store(true, ordering: .relaxed)
+                // Not refused by a queue limit: jumping the queue is for the rare urgent item.
+                if hasQueueLimit { try state.backpressure?.admit(refusable: false) }
+                mustWake = state.queue.appendUrgent(QueueEntry(item: item(), modes: .max, postedAt: postedAt))
+                hints.bitwiseOr(Hints.urgent, ordering: .relaxed)
             } else {
-                mustWake = state.queue.append(QueueEntry(item: item, modes: mask, postedAt: postedAt))
+                var mask = ModeTable.defaultBit
+                if let modes {
+                    mask = try state.mask(for: modes)
+                }
+                let entry = QueueEntry(item: item(), modes: mask, postedAt: postedAt)
+                // `hasQueueLimit` is a constant: after `perform` tested it, the compiler drops this check.
+                if hasQueueLimit { try state.backpressure?.admit(refusable: !entry.item.isJob) }
+                mustWake = state.queue.append(entry)
             }
             guard mustWake else { return nil }
             // Only the producer that wakes the loop touches the engine (a shared refcount).
@@ -68,8 +73,10 @@ extension ThreadCore: RunLoopEngineDelegate {
         var yielded = false
         drain: while true {
             while index < batch.count {
-                if discardRequested.load(ordering: .relaxed) { break drain }
-                if urgentPending.load(ordering: .relaxed) { ran += runUrgentItems() }
+                // One load for every hint (a stop, urgent work, a monitor, an instrument).
+                let hints = self.hints.load(ordering: .relaxed)
+                if hints & Hints.discard != 0 { break drain }
+                if hints & Hints.urgent != 0 { ran += runUrgentItems() }
                 if (totalRun + ran + 1) % Self.itemsPerClockCheck == 0,
                    CLongThreadsShims_monotonicNanoseconds() - started >= Self.nanosecondsPerCallout {
                     yielded = true
@@ -78,10 +85,13 @@ extension ThreadCore: RunLoopEngineDelegate {
                 if batch[index].modes & eligible != 0 {
                     let postedAt = batch[index].postedAt
                     let item = batch[index].take()
-                    advanceBatchHead()
+                    if index == batchHead { batchHead += 1 }
+                    if batchHead < batch.count, batch[batchHead].isTaken { advanceBatchHead() }
                     untakenInBatch -= 1
                     batchWaiting.store(untakenInBatch, ordering: .relaxed)
-                    if postedAt != 0 || timingItems || isMonitored.load(ordering: .relaxed) {
+                    // A stamped item runs timed even after its monitor left: it keeps the age of
+                    // the oldest waiting item true (`statistics`).
+                    if hints & Hints.timesPosts != 0 || postedAt != 0 || timingItems {
                         longestWait = max(longestWait, runTimed(item, postedAt: postedAt))
                     } else {
                         item.run()
@@ -94,6 +104,7 @@ extension ThreadCore: RunLoopEngineDelegate {
             let yieldToLoop = refills == Self.refillsPerCallout
             let (gotMore, isStopping) = shared.withLock { state in
                 publishCounters(into: &state, ran: ran)
+                if state.countsWakeUps, let engine, !engine.countingWakeUps { engine.countWakeUps() }
                 if yieldToLoop, !state.queue.isEmpty { return (false, false) }
                 let before = batch.count
                 let gotMore = state.queue.moveAll(to: &batch)
@@ -122,14 +133,15 @@ extension ThreadCore: RunLoopEngineDelegate {
         }
         let busy = CLongThreadsShims_monotonicNanoseconds() - started
         shared.withLock { $0.busyNanoseconds += busy }
-        if let instrument, totalRun > 0 {
+        // The flag first: binding the optional existential copies it (about 20 instructions).
+        if hasInstrument, totalRun > 0, let instrument {
             let depth = shared.withLock { $0.queue.count } + untakenInBatch
             instrument.record(.batch(
                 name: name, tasks: totalRun, busy: .nanoseconds(busy),
                 waited: .nanoseconds(longestWait), queueDepth: depth
             ))
         }
-        if discardRequested.load(ordering: .relaxed) {
+        if discardRequested {
             discardBatch()
             engine?.stopInnermostRun()
         } else if stopping {
@@ -145,18 +157,18 @@ extension ThreadCore: RunLoopEngineDelegate {
     @inline(never)
     private func runUrgentItems() -> Int {
         var urgent = shared.withLock { state in
-            urgentPending.store(false, ordering: .relaxed)
+            hints.bitwiseAnd(~Hints.urgent, ordering: .relaxed)
             return state.queue.takeUrgent()
         }
         var ran = 0
         for index in urgent.indices {
-            if discardRequested.load(ordering: .relaxed) {
+            if discardRequested {
                 urgent[index].take().discard()
                 discardedByLoop += 1
             } else {
                 let postedAt = urgent[index].postedAt
                 let item = urgent[index].take()
-                if postedAt != 0 || timingItems || isMonitored.load(ordering: .relaxed) {
+                if postedAt != 0 || timingItems || isMonitored {
                     _ = runTimed(item, postedAt: postedAt)
                 } else {
                     item.run()
@@ -177,7 +189,7 @@ extension ThreadCore: RunLoopEngineDelegate {
             batchOldestPostedAt.store(batchHead < batch.count ? batch[batchHead].postedAt : 0, ordering: .relaxed)
             if timingItems { checkDelivery(of: item, waited: waited) }
         }
-        guard timingItems || isMonitored.load(ordering: .relaxed) else {
+        guard timingItems || isMonitored else {
             item.run()
             return waited
         }
@@ -262,7 +274,7 @@ extension ThreadCore: RunLoopEngineDelegate {
 
     func engineDidWake() {
         wakeUps += 1
-        instrument?.record(.wokeUp(name: name))
+        if hasInstrument { instrument?.record(.wokeUp(name: name)) }
         checkOwner()
     }
 
@@ -272,7 +284,7 @@ extension ThreadCore: RunLoopEngineDelegate {
         while !shared.withLock({ $0.lifecycle.isStopping }) {
             engine.runDefaultMode()
         }
-        while !discardRequested.load(ordering: .relaxed) {
+        while !discardRequested {
             let mode: String? = shared.withLock { state in
                 let first = batch[batchHead...].first { !$0.isTaken } ?? state.queue.entries.first
                 return first.map { state.modes.drainMode(for: $0.modes) }
@@ -294,7 +306,7 @@ extension ThreadCore: RunLoopEngineDelegate {
     func beginCallout(resuming: Bool = false) -> UInt64 {
         let now = CLongThreadsShims_monotonicNanoseconds()
         if !resuming { calloutDepth += 1 }
-        timingItems = isMonitored.load(ordering: .relaxed)
+        timingItems = isMonitored
         guard timingItems else {
             publishCalloutStart(max(now & ~Self.timedBit, 2))
             return now
@@ -352,7 +364,13 @@ extension ThreadCore: RunLoopEngineDelegate {
     private func compactBatch(_ index: inout Int) {
         guard drainDepth == 1 else { return }
         if batchHead == batch.count {
-            batch.removeAll(keepingCapacity: true)
+            if batch.count <= 4 {
+                // A round trip's batch: `removeLast` is inlined, where `removeAll`'s generic
+                // range replacement cost ~100 instructions per drain.
+                while !batch.isEmpty { batch.removeLast() }
+            } else {
+                batch.removeAll(keepingCapacity: true)
+            }
             batchHead = 0
             index = 0
         } else if batch.count >= 1024, batchHead > batch.count / 2 || batch.count > 4096 {

@@ -17,8 +17,6 @@ final class ThreadCore: @unchecked Sendable {
     /// Whether `Options.queueLimit` bounds the queue (then posts may be refused or wait).
     let hasQueueLimit: Bool
     let instrument: (any LongThreadInstrument)?
-    /// `instrument != nil`, read per post without copying the existential (~50 instructions).
-    let hasInstrument: Bool
     /// Signalled on the loop thread when its run loop first runs (or when the start failed).
     let ready = OneShotEvent()
     /// Signalled by the pthread as its last act, after the loop released everything it held.
@@ -35,11 +33,9 @@ final class ThreadCore: @unchecked Sendable {
     let shared: Locked<SharedState>
 
     // MARK: Written under `shared`, read by the loop thread between two items without the lock
-    /// A hint that lets a drain stop at the next item; the lock decides what is discarded.
-    let discardRequested = Atomic<Bool>(false)
-    /// A hint that urgent entries wait (`performAtFrontOfQueue`): the drain takes them before its
-    /// next item. Set and cleared under `shared`.
-    let urgentPending = Atomic<Bool>(false)
+    /// The hints the drain looks at before each item, in one word so that an item costs one load
+    /// for all of them (`Hints`). Bits are set and cleared with atomic bit operations.
+    let hints: Atomic<UInt8>
     /// Bumped when the common set changes, so the loop thread drops its cached eligibility.
     let modesGeneration = Atomic<Int>(0)
     /// The label of the labelled item running now and the `calloutStartedAt` value it ran under:
@@ -64,8 +60,6 @@ final class ThreadCore: @unchecked Sendable {
     let batchOldestPostedAt = Atomic<UInt64>(0)
     /// The loop thread's kernel id (for a stall monitor's stack capture); 0 until the loop starts.
     let kernelThreadID = Atomic<Int32>(0)
-    /// Whether a stall monitor watches this thread (then a callout's start may have to wake it).
-    let isMonitored = Atomic<Bool>(false)
     /// The smallest delivery threshold of the monitors watching this thread, ns; 0: none.
     let deliveryThreshold = Atomic<UInt64>(0)
     /// The monitors watching this thread.
@@ -126,6 +120,9 @@ final class ThreadCore: @unchecked Sendable {
         var timers: [ObjectIdentifier: LongThreadTimer] = [:]
         /// Observers and descriptor sources: the loop's exit cancels them.
         var attachments: [ObjectIdentifier: any LoopAttachment] = [:]
+        /// Whether the loop counts its wake-ups: from the start with an owner or an instrument,
+        /// otherwise once `statistics` was read (the loop then adds its observer at its next drain).
+        var countsWakeUps = false
         /// Stoppers that changed the lifecycle and are still releasing what they took (discarded
         /// work, cancelled timers): the loop announces its end only once none is left.
         var stopsInFlight = 0
@@ -147,9 +144,10 @@ final class ThreadCore: @unchecked Sendable {
         self.owner = owner
         self.instrument = options.instrument
         var state = SharedState()
+        state.countsWakeUps = owner != nil || options.instrument != nil
         state.backpressure = options.queueLimit.map(Backpressure.init)
         self.shared = Locked(state)
-        self.hasInstrument = options.instrument != nil
+        self.hints = Atomic(options.instrument != nil ? Hints.instrumented : 0)
     }
 
     // MARK: - Start
@@ -182,7 +180,9 @@ final class ThreadCore: @unchecked Sendable {
         }
         let engine: RunLoopEngine
         do throws(LongThreadError) {
-            engine = try RunLoopEngine(delegate: self)
+            // Wake-ups are reported from the start only to whom needs each one: an owner to check
+            // (`checkOwner`) or an instrument. `statistics` turns counting on when first read.
+            engine = try RunLoopEngine(delegate: self, countsWakeUps: watchesOwner || instrument != nil)
         } catch {
             // Out of descriptors: CF would have halted the process making the loop.
             if case .outOfResources(let errno) = error { startError = errno } else { startError = EAGAIN }
@@ -243,6 +243,32 @@ final class ThreadCore: @unchecked Sendable {
     var isCurrent: Bool {
         pthread_getspecific(Self.currentKey) == Unmanaged.passUnretained(self).toOpaque()
     }
+}
+
+/// The bits of `ThreadCore.hints`. Any bit set sends the drain down its slow path for the next item.
+enum Hints {
+    /// A discarding stop began: the drain stops at the next item (the lock decides what is
+    /// discarded). Set once, under `shared`.
+    static let discard: UInt8 = 1 << 0
+    /// Urgent entries wait (`performAtFrontOfQueue`): the drain takes them before its next item.
+    /// Set and cleared under `shared`.
+    static let urgent: UInt8 = 1 << 1
+    /// A stall monitor watches the thread: each item is a callout of its own, and posts are timed.
+    /// Set and cleared under the `monitors` lock.
+    static let monitored: UInt8 = 1 << 2
+    /// The thread has an instrument (constant): posts are timed, and each item's wait measured.
+    static let instrumented: UInt8 = 1 << 3
+    /// Someone listens for how long posts wait: they read the clock.
+    static let timesPosts: UInt8 = monitored | instrumented
+}
+
+extension ThreadCore {
+    /// A discarding stop began (a hint: the lock decides what is discarded).
+    var discardRequested: Bool { hints.load(ordering: .relaxed) & Hints.discard != 0 }
+    /// Whether a stall monitor watches this thread (then a callout's start may have to wake it).
+    var isMonitored: Bool { hints.load(ordering: .relaxed) & Hints.monitored != 0 }
+    /// `instrument != nil`, without copying the existential.
+    var hasInstrument: Bool { hints.load(ordering: .relaxed) & Hints.instrumented != 0 }
 }
 
 extension ThreadCore.SharedState {

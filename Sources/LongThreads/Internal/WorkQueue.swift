@@ -22,7 +22,7 @@ struct WorkQueue {
 
     /// Appends `entry`; returns true when the caller must signal the source and wake the loop.
     @inline(__always)
-    mutating func append(_ entry: QueueEntry) -> Bool {
+    mutating func append(_ entry: consuming QueueEntry) -> Bool {
         // `entries` alone: with urgent entries waiting, the loop was already woken for them (at
         // worst this wakes it once more), and the post path skips a load.
         let mustWake = entries.isEmpty && !consumerActive
@@ -33,7 +33,7 @@ struct WorkQueue {
     }
 
     /// Appends `entry` to the urgent entries; returns true when the caller must wake the loop.
-    mutating func appendUrgent(_ entry: QueueEntry) -> Bool {
+    mutating func appendUrgent(_ entry: consuming QueueEntry) -> Bool {
         let mustWake = isEmpty && !consumerActive
         if entry.item.mustBeTold { entriesToTell += 1 }
         urgent.append(entry)
