@@ -17,7 +17,7 @@ log("longthread-stress: seed \(options.seed), scenario \(options.scenario?.rawVa
 for _ in 0..<3 { _ = try runCycle(.stopRacingProducers, choices: CycleChoices(using: &rng), producers: 1, hangTimeout: options.hangTimeout) }
 let threadsBefore = Census.threads
 let descriptorsBefore = Census.descriptors
-let memoryBefore = Census.memory
+let memoryBefore = Census.trimmedMemory
 
 /// What the runners have done so far; each runner adds its cycles here.
 struct RunTally {
@@ -102,7 +102,7 @@ while (Census.threads != threadsBefore || Census.descriptors != descriptorsBefor
 }
 let threadsLeaked = Census.threads - threadsBefore
 let descriptorsLeaked = Census.descriptors - descriptorsBefore
-let memoryAfter = Census.memory
+let memoryAfter = Census.trimmedMemory
 let elapsed = ContinuousClock.now - started
 
 print("""
@@ -118,7 +118,7 @@ longthread-stress summary (seed \(options.seed), \(elapsed))
   threads leaked         \(threadsLeaked)
   descriptors leaked     \(descriptorsLeaked)
   peak RSS               \(memoryAfter.peak) KiB
-  RSS drift              \(memoryAfter.rss - memoryBefore.rss) KiB (\(memoryBefore.rss) -> \(memoryAfter.rss) KiB)
+  RSS drift              \(memoryAfter.rss - memoryBefore.rss) KiB (\(memoryBefore.rss) -> \(memoryAfter.rss) KiB, after malloc_trim)
 """)
 let clean = total.lost == 0 && total.problems.isEmpty && threadsLeaked == 0 && descriptorsLeaked == 0
 print(clean ? "result: clean" : "result: FAILED")
