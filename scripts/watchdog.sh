@@ -24,14 +24,18 @@ descendants() {
     sleep "$limit"
     kill -0 "$leader" 2>/dev/null || exit 0
     echo "watchdog: '$*' still running after ${limit}s; backtraces follow" >&2
-    for pid in $(descendants "$leader"); do
+    # Every process of the tree, taken now: swift-test starts the test binary in a process group
+    # of its own, which killing the command's group would leave running (seen: a hung test binary
+    # spinning for an hour after its run was ended).
+    tree=$(descendants "$leader")
+    for pid in $tree; do
         echo "---- pid $pid: $(tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | cut -c1-200)" >&2
         if command -v gdb >/dev/null 2>&1; then
             timeout 120 gdb -p "$pid" -batch -nx -ex "set pagination off" -ex "thread apply all bt 30" 2>&1 \
                 | grep -E '^(Thread|#)' >&2
         fi
     done
-    kill -KILL -- "-$leader" 2>/dev/null
+    kill -KILL -- "-$leader" $tree 2>/dev/null
 ) &
 watcher=$!
 
