@@ -14,7 +14,7 @@ struct LeakTests {
             }
             // Warm up: Foundation and CF create their process-wide state once.
             for _ in 0..<5 { try! LongThread(name: "lt-warm").stop() }
-            for _ in 0..<2000 where census().ours > 0 { usleep(1000) }
+            _ = waitUntil(timeout: .seconds(2)) { census().ours == 0 }
             let before = census()
             for cycle in 0..<1000 {
                 let thread = try! LongThread(name: "lt-cycle")
@@ -24,7 +24,7 @@ struct LeakTests {
             }
             // A joined thread's kernel task leaves /proc a moment after the join returns (the
             // kernel wakes the joiner before it reaps the task): wait for that, bounded.
-            for _ in 0..<2000 where census().ours > 0 { usleep(1000) }
+            _ = waitUntil(timeout: .seconds(2)) { census().ours == 0 }
             let after = census()
             print("census \(before.ours) \(before.fds) \(after.ours) \(after.fds)")
             print("threads before: \(before.names), after: \(after.names)")
