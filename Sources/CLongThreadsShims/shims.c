@@ -139,13 +139,20 @@ bool CLongThreadsShims_eventWait(CLongThreadsShims_Event *event, int64_t timeout
 // a quarter of recent spins won, only every PROBE_INTERVAL-th wait spins, to notice a change.
 #define SPIN_MAX_NANOSECONDS 15000
 #define SPIN_MIN_NANOSECONDS 4000
+#define LINGER_MAX_NANOSECONDS 20000
 #define LOAD_SAMPLE_NANOSECONDS 2000000
 #define WIN_SCALE 256
 #define PROBE_INTERVAL 16
 
-static __thread int64_t averageReply = SPIN_MIN_NANOSECONDS;
-static __thread int spinWins = WIN_SCALE; // moving average of won spins, out of WIN_SCALE
-static __thread unsigned waitsSinceProbe;
+/// What one kind of spin on one thread learnt: how long a won spin took, and how often it won.
+typedef struct {
+    int64_t average; // moving average of the waits that won
+    int wins;        // moving average of won spins, out of WIN_SCALE
+    unsigned sinceProbe;
+} SpinHistory;
+
+static __thread SpinHistory replies = { SPIN_MIN_NANOSECONDS, WIN_SCALE, 0 };
+static __thread SpinHistory lingers = { SPIN_MIN_NANOSECONDS, WIN_SCALE, 0 };
 static __thread int64_t loadSampledAt = INT64_MIN / 2;
 static __thread bool spareCPU;
 
@@ -178,38 +185,69 @@ static void sampleLoad(int64_t now) {
     loadSampledAt = now;
 }
 
-/// How long this caller should spin now: 0 when spinning cannot help.
-static int64_t spinBudget(int64_t now) {
+/// How long to spin now, given what this kind of spin learnt: 0 when spinning cannot help.
+static int64_t spinBudget(SpinHistory *history, int64_t now, int64_t most) {
     if (now - loadSampledAt >= LOAD_SAMPLE_NANOSECONDS) sampleLoad(now);
     if (!spareCPU) return 0;
-    if (spinWins < WIN_SCALE / 4 && ++waitsSinceProbe % PROBE_INTERVAL != 0) return 0;
-    int64_t budget = 3 * averageReply;
+    if (history->wins < WIN_SCALE / 4 && ++history->sinceProbe % PROBE_INTERVAL != 0) return 0;
+    int64_t budget = 3 * history->average;
     if (budget < SPIN_MIN_NANOSECONDS) budget = SPIN_MIN_NANOSECONDS;
-    return budget > SPIN_MAX_NANOSECONDS ? SPIN_MAX_NANOSECONDS : budget;
+    return budget > most ? most : budget;
 }
 
-static void recordSpin(bool won, int64_t replyNanoseconds) {
-    spinWins += ((won ? WIN_SCALE : 0) - spinWins) / 8;
-    if (won) averageReply += (replyNanoseconds - averageReply) / 8;
+static void recordSpin(SpinHistory *history, bool won, int64_t waitedNanoseconds) {
+    history->wins += ((won ? WIN_SCALE : 0) - history->wins) / 8;
+    if (won) history->average += (waitedNanoseconds - history->average) / 8;
 }
 
 void CLongThreadsShims_eventWaitForReply(CLongThreadsShims_Event *event) {
     if (__atomic_load_n(&event->state, __ATOMIC_ACQUIRE) == SET) return;
     int64_t start = nowNanoseconds();
-    int64_t spinFor = spinBudget(start);
+    int64_t spinFor = spinBudget(&replies, start, SPIN_MAX_NANOSECONDS);
     if (spinFor > 0) {
         for (unsigned i = 1;; i++) {
             if (__atomic_load_n(&event->state, __ATOMIC_ACQUIRE) == SET) {
-                recordSpin(true, nowNanoseconds() - start);
+                recordSpin(&replies, true, nowNanoseconds() - start);
                 return;
             }
             // The clock every 32 pauses: a pause is 10-140 cycles depending on the CPU.
             if (i % 32 == 0 && nowNanoseconds() - start >= spinFor) break;
             cpuRelax();
         }
-        recordSpin(false, 0);
+        recordSpin(&replies, false, 0);
     }
     sleepUntilSet(event, -1);
+}
+
+// MARK: Linger
+//
+// The other half of a fast round trip. A loop thread that has just replied to a blocked caller
+// will, often, get that caller's next request within microseconds: the caller's spin won, and it
+// posts again at once. Asleep in epoll by then, the loop thread costs the caller a wake-up (a
+// system call to signal it, tens of microseconds for an idle CPU to come back on a VM), and the
+// caller's spin then loses too. So the loop thread lingers: it looks for work a little while
+// before it goes back to sleep, under the same rules as the caller's spin (a spare CPU for both
+// threads, a budget of three times the recent won lingers, and every PROBE_INTERVAL-th only
+// while they keep losing). It lingers only after a reply: a queue fed asynchronously gains
+// nothing from it.
+
+static __thread int64_t lingerOverride;
+
+int64_t CLongThreadsShims_lingerBudget(void) {
+    if (lingerOverride != 0) return lingerOverride > 0 ? lingerOverride : 0;
+    return spinBudget(&lingers, nowNanoseconds(), LINGER_MAX_NANOSECONDS);
+}
+
+void CLongThreadsShims_setLingerOverride(int64_t nanoseconds) {
+    lingerOverride = nanoseconds;
+}
+
+void CLongThreadsShims_lingerRecord(bool won, int64_t waitedNanoseconds) {
+    recordSpin(&lingers, won, waitedNanoseconds);
+}
+
+void CLongThreadsShims_relax(unsigned count) {
+    for (unsigned i = 0; i < count; i++) cpuRelax();
 }
 
 // MARK: - epoll

@@ -42,6 +42,18 @@ void CLongThreadsShims_eventWaitForReply(CLongThreadsShims_Event *event);
 /// True when the event is set (acquire).
 bool CLongThreadsShims_eventIsSet(CLongThreadsShims_Event *event);
 
+/// Loop thread, after it replied to a blocked caller and found no work: how long (ns) to look for
+/// that caller's next request before sleeping; 0 when lingering cannot win (no spare CPU, or
+/// recent lingers lost). Per thread.
+int64_t CLongThreadsShims_lingerBudget(void);
+/// Tests: on the calling thread, `CLongThreadsShims_lingerBudget` returns `nanoseconds` when
+/// positive, 0 when negative, and decides as usual when 0 (the default).
+void CLongThreadsShims_setLingerOverride(int64_t nanoseconds);
+/// Records whether the linger found work, and after how long (ns).
+void CLongThreadsShims_lingerRecord(bool won, int64_t waitedNanoseconds);
+/// `count` spin-wait hints to the CPU (`pause`): a few nanoseconds each, the sibling hyperthread runs.
+void CLongThreadsShims_relax(unsigned count);
+
 // MARK: - epoll for descriptor sources
 
 /// epoll_create1(EPOLL_CLOEXEC); returns the descriptor or -errno.

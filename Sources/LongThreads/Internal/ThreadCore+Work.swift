@@ -71,6 +71,9 @@ extension ThreadCore: RunLoopEngineDelegate {
         var refills = 0
         var longestWait: UInt64 = 0
         var yielded = false
+        // A caller blocked on an item of this batch was answered: it may post again at once.
+        var answeredCaller = false
+        var lingered: UInt64 = 0
         drain: while true {
             while index < batch.count {
                 // One load for every hint (a stop, urgent work, a monitor, an instrument).
@@ -85,6 +88,7 @@ extension ThreadCore: RunLoopEngineDelegate {
                 if batch[index].modes & eligible != 0 {
                     let postedAt = batch[index].postedAt
                     let item = batch[index].take()
+                    if case .waiting(let work) = item, work is BlockingWork { answeredCaller = true }
                     if index == batchHead { batchHead += 1 }
                     if batchHead < batch.count, batch[batchHead].isTaken { advanceBatchHead() }
                     untakenInBatch -= 1
@@ -102,18 +106,25 @@ extension ThreadCore: RunLoopEngineDelegate {
             }
             compactBatch(&index)
             let yieldToLoop = refills == Self.refillsPerCallout
-            let (gotMore, isStopping) = shared.withLock { state in
+            let lingerFor = answeredCaller && !yieldToLoop ? CLongThreadsShims_lingerBudget() : 0
+            var (gotMore, isStopping) = shared.withLock { state in
                 publishCounters(into: &state, ran: ran)
                 if state.countsWakeUps, let engine, !engine.countingWakeUps { engine.countWakeUps() }
                 if yieldToLoop, !state.queue.isEmpty { return (false, false) }
                 let before = batch.count
-                let gotMore = state.queue.moveAll(to: &batch)
+                let gotMore = state.queue.moveAll(to: &batch, staysActive: lingerFor > 0 && !state.lifecycle.isStopping)
                 if gotMore { noteBatchGrew(from: before) }
                 return (gotMore, state.lifecycle.isStopping)
             }
             refills += 1
             totalRun += ran
             ran = 0
+            if !gotMore, lingerFor > 0, !isStopping {
+                answeredCaller = false
+                let lingerStarted = CLongThreadsShims_monotonicNanoseconds()
+                (gotMore, isStopping) = linger(forNanoseconds: lingerFor, from: lingerStarted)
+                lingered += CLongThreadsShims_monotonicNanoseconds() - lingerStarted
+            }
             if !gotMore {
                 if yieldToLoop && !isStopping {
                     // More work is queued, but timers, descriptor sources and observers get a pass
@@ -131,7 +142,8 @@ extension ThreadCore: RunLoopEngineDelegate {
             shared.withLock { publishCounters(into: &$0, ran: ran) }
             engine?.signal()
         }
-        let busy = CLongThreadsShims_monotonicNanoseconds() - started
+        // Lingering is waiting, not work.
+        let busy = CLongThreadsShims_monotonicNanoseconds() - started - lingered
         shared.withLock { $0.busyNanoseconds += busy }
         // The flag first: binding the optional existential copies it (about 20 instructions).
         if hasInstrument, totalRun > 0, let instrument {
@@ -150,6 +162,31 @@ extension ThreadCore: RunLoopEngineDelegate {
             engine?.stopInnermostRun()
         }
         checkOwner()
+    }
+
+    /// Looks for work, without sleeping, for up to `nanoseconds` since `start`, while the queue
+    /// marks the consumer active (producers skip the wake-up: the loop thread is awake). Then moves
+    /// what came into the batch, or marks the consumer inactive. Returns what a refill returns.
+    /// Ends early for a stop. See `CLongThreadsShims_lingerBudget` for when it is worth it.
+    private func linger(forNanoseconds nanoseconds: Int64, from start: UInt64) -> (gotMore: Bool, isStopping: Bool) {
+        while true {
+            // About a microsecond between looks: a look takes the producers' lock.
+            CLongThreadsShims_relax(32)
+            let waited = CLongThreadsShims_monotonicNanoseconds() - start
+            let expired = waited >= UInt64(nanoseconds) || hints.load(ordering: .relaxed) & Hints.discard != 0
+            let outcome: (gotMore: Bool, isStopping: Bool)? = shared.withLock { state in
+                let isStopping = state.lifecycle.isStopping
+                if state.queue.isEmpty, !expired, !isStopping { return nil }
+                let before = batch.count
+                let gotMore = state.queue.moveAll(to: &batch)
+                if gotMore { noteBatchGrew(from: before) }
+                return (gotMore, isStopping)
+            }
+            if let outcome {
+                CLongThreadsShims_lingerRecord(outcome.gotMore, Int64(waited))
+                return outcome
+            }
+        }
     }
 
     /// Runs the items posted at the front of the queue, in order; returns how many ran. A discarding

@@ -46,11 +46,12 @@ struct WorkQueue {
         return urgent
     }
 
-    /// Loop thread: moves every entry to the end of `batch`. Returns false, and marks the consumer
-    /// inactive (so the next producer wakes the loop), when there was nothing.
-    mutating func moveAll(to batch: inout [QueueEntry]) -> Bool {
+    /// Loop thread: moves every entry to the end of `batch`. Returns false when there was nothing,
+    /// and then marks the consumer inactive (so the next producer wakes the loop) unless it
+    /// `staysActive`: the loop lingers and looks again soon (`ThreadCore.linger`).
+    mutating func moveAll(to batch: inout [QueueEntry], staysActive: Bool = false) -> Bool {
         if isEmpty {
-            consumerActive = false
+            consumerActive = staysActive
             return false
         }
         consumerActive = true
