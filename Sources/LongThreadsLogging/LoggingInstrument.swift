@@ -12,7 +12,8 @@ import LongThreads
 /// | start | `lifecycleLevel` (info) | `LongThread started` | `longthread.name` |
 /// | stop requested | `lifecycleLevel` | `LongThread stop requested` | `longthread.name`, `longthread.pending` (`drain`/`discard`) |
 /// | stopped | `lifecycleLevel` | `LongThread stopped` | `longthread.name`, `longthread.tasks.run`, `longthread.tasks.discarded` |
-/// | stall | `stallLevel` (warning) | `LongThread stalled` | `longthread.name`, `longthread.task.label`, `longthread.stall.ms` |
+/// | slow dispatch | `stallLevel` (warning) | `LongThread stalled` | `longthread.name`, `longthread.task.label`, `longthread.stall.ms` (how long it has run), `longthread.queue.depth`, `longthread.stack` (the stalled thread's frames, innermost first) or `longthread.stack.note` (why there is none) |
+/// | slow delivery | `stallLevel` | `LongThread delivered late` | `longthread.name`, `longthread.task.label`, `longthread.stall.ms` (how long it waited), `longthread.queue.depth` |
 ///
 /// Messages are constant and the facts are metadata, so log pipelines can filter and aggregate
 /// them. Per-drain and per-wake-up events are not logged (they are what `LongThreadsMetrics`
@@ -62,9 +63,16 @@ public struct LoggingInstrument: LongThreadInstrument {
             var metadata: Logger.Metadata = [
                 "longthread.name": Self.value(report.threadName),
                 "longthread.stall.ms": "\(millis)",
+                "longthread.queue.depth": "\(report.queueDepth)",
             ]
             if let label = report.label { metadata["longthread.task.label"] = "\(label)" }
-            logger.log(level: stallLevel, "LongThread stalled", metadata: metadata)
+            // The stalled thread's own stack, innermost first: where the work is stuck.
+            if !report.stack.isEmpty { metadata["longthread.stack"] = .array(report.stack.map { .string($0.description) }) }
+            if let note = report.stackNote { metadata["longthread.stack.note"] = "\(note)" }
+            switch report.kind {
+            case .slowDispatch: logger.log(level: stallLevel, "LongThread stalled", metadata: metadata)
+            case .slowDelivery: logger.log(level: stallLevel, "LongThread delivered late", metadata: metadata)
+            }
         case .batch, .wokeUp:
             break
         }

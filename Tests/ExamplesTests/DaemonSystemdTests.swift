@@ -29,6 +29,8 @@ struct DaemonSystemdTests {
         try client.send("STALL 3000\n")
         let report = daemon.log.waitForLine(containing: "LongThread stalled", timeout: 5)
         #expect(report?.text.contains("daemon.journal") == true, "\(daemon.stderr)")
+        // With the stalled thread's stack: where the journal thread is stuck.
+        #expect(report?.text.contains("longthread.stack") == true && report?.text.contains("nanosleep") == true, "\(report?.text ?? "no report")")
         #expect(daemon.waitForLine(containing: "withholding WATCHDOG=1"))
         #expect(try client.readLine() == "OK STALLED 3000 ms")
         let recovered = ContinuousClock.now

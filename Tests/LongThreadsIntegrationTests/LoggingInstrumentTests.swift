@@ -53,7 +53,7 @@ struct LoggingInstrumentTests {
         // already under way when the monitor starts watching (the thread's first pass right after
         // `init`, say) is not tracked.
         try thread.perform(after: .milliseconds(1)) {
-            try? thread.perform(label: "parse feed") { gate.wait() }
+            try? thread.perform(label: "parse feed") { parseFeedStuck(on: gate) }
         }
         // The task holds the thread until the report is in: the test waits for the event, not a time.
         let reported = await eventually { !store.records(withMessage: "LongThread stalled").isEmpty }
@@ -64,6 +64,35 @@ struct LoggingInstrumentTests {
         #expect(stall.metadata["longthread.name"] == "lt-log-stall")
         #expect(stall.metadata["longthread.task.label"] == "parse feed")
         #expect(stall.metadata["longthread.stall.ms"] != nil)
+        #expect(stall.metadata["longthread.queue.depth"] != nil)
+        // The stalled thread's stack names the function it is stuck in.
+        guard case .array(let frames) = stall.metadata["longthread.stack"] else {
+            Issue.record("no stack: \(stall.metadata)")
+            return
+        }
+        #expect(frames.contains { "\($0)".contains("parseFeedStuck") }, "\(frames)")
+    }
+
+    @Test("a slow delivery is logged as such, not as a stall")
+    func slowDeliveryIsLogged() async throws {
+        let store = RecordingLogHandler.Store()
+        let thread = try LongThread(name: "lt-log-late", options: .init(instrument: LoggingInstrument(logger: store.logger())))
+        defer { thread.stop() }
+        let monitor = try StallMonitor(threshold: .seconds(60), deliveryThreshold: .milliseconds(5)) { _ in }
+        defer { monitor.unwatch(thread) }
+        monitor.watch(thread)
+        let gate = Latch()
+        try await thread.block(until: gate)
+        try thread.perform(label: "late item") {}
+        // The item waits behind the blocker until the report of its lateness could be made.
+        try await Task.sleep(for: .milliseconds(20))
+        gate.countDown()
+        let reported = await eventually { !store.records(withMessage: "LongThread delivered late").isEmpty }
+        #expect(reported)
+        #expect(store.records(withMessage: "LongThread stalled").isEmpty)
+        let late = try #require(store.records(withMessage: "LongThread delivered late").first)
+        #expect(late.metadata["longthread.task.label"] == "late item")
+        #expect(late.metadata["longthread.stack"] == nil)
     }
 
     @Test("levels are configurable: lifecycle records below the logger's level are not emitted")
@@ -76,4 +105,10 @@ struct LoggingInstrumentTests {
         thread.stop()
         #expect(store.records.isEmpty)
     }
+}
+
+/// A task stuck in a function of its own, for the stack in the stall's log record.
+@inline(never)
+func parseFeedStuck(on gate: Latch) {
+    gate.wait()
 }
