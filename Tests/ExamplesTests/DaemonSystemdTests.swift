@@ -53,7 +53,7 @@ struct DaemonSystemdTests {
 
         daemon.signal(SIGTERM)
         #expect(systemd.waitForMessage { $0.contains("STOPPING=1") } != nil)
-        #expect(daemon.waitForExit() == 0)
+        #expect(daemon.waitForExit() == 0, "\(daemon.stderr.suffix(40))")
     }
 
     @Test("without NOTIFY_SOCKET and WATCHDOG_USEC the daemon runs as before and sends nothing")
@@ -64,7 +64,7 @@ struct DaemonSystemdTests {
         #expect(daemon.waitForLine(containing: "ready"))
         #expect(!daemon.stderr.contains { $0.contains("watchdog.period") })
         daemon.signal(SIGTERM)
-        #expect(daemon.waitForExit() == 0)
+        #expect(daemon.waitForExit() == 0, "\(daemon.stderr.suffix(60))")
     }
 }
 
