@@ -16,12 +16,11 @@ protocol RunLoopEngineDelegate: AnyObject {
 /// could be replaced if a toolchain ever stopped shipping the module.
 ///
 /// Made on the loop thread. It holds:
-/// - a version-1 source with port -1, which keeps every mode it is in alive and costs no file
-///   descriptor (a `SocketPort` would open a TCP listener). Not redundant with the work source,
-///   which would keep the mode alive too: without it CF's timers fired late under load (measured:
-///   `TimerTests` "skips fire times" failed 2 runs of 3 at load average 25, passed 4 of 4 with it),
-///   though it costs about 10,000 instructions per thread's life (callgrind);
-/// - one version-0 source that carries all queued work: producers signal it and wake the loop;
+/// - one version-0 source that carries all queued work: producers signal it and wake the loop.
+///   Being in a mode, it also keeps that mode alive (CF returns from a run of an empty mode at
+///   once). No separate keep-alive source: in CF a version-1 source whose port is -1 does nothing
+///   but count in `__CFRunLoopModeIsEmpty`, which the work source already answers, and it cost
+///   about 10,000 instructions per thread's life (callgrind);
 /// - one observer for entry and exit (nested runs: any task may run the loop itself), and for
 ///   after-waiting only when someone counts wake-ups (an owner to check, an instrument, or a
 ///   reader of `statistics`): that callout costs CF a pass over its observers on every wake-up.
@@ -33,7 +32,6 @@ final class RunLoopEngine: @unchecked Sendable {
     // MARK: Immutable (CF's signal, wake-up and add calls are thread-safe)
     let runLoop: CFRunLoop
     private let workSource: CFRunLoopSource
-    private let keepAlive: CFRunLoopSource
     private let observer: CFRunLoopObserver
     /// The after-waiting observer added by `countWakeUps()` once the loop runs, if any.
     /// Guarded by the thread's lock (`ThreadCore.shared`), as are `customModes`.
@@ -64,7 +62,6 @@ final class RunLoopEngine: @unchecked Sendable {
         let info = Unmanaged.passUnretained(callouts).toOpaque()
         runLoop = try DescriptorHeadroom.withDescriptors(DescriptorHeadroom.runLoop) { CFRunLoopGetCurrent() }
         workSource = Self.makeWorkSource(info: info)
-        keepAlive = Self.makeKeepAlive()
         var activities = CFRunLoopActivity.entry.rawValue | CFRunLoopActivity.exit.rawValue
         if countsWakeUps { activities |= CFRunLoopActivity.afterWaiting.rawValue }
         observer = Self.makeObserver(activities: activities, info: info)
@@ -141,7 +138,6 @@ final class RunLoopEngine: @unchecked Sendable {
         CFRunLoopObserverInvalidate(observer)
         if let wakeObserver { CFRunLoopObserverInvalidate(wakeObserver) }
         CFRunLoopSourceInvalidate(workSource)
-        CFRunLoopSourceInvalidate(keepAlive)
     }
 
     // MARK: - Callouts
@@ -169,18 +165,8 @@ final class RunLoopEngine: @unchecked Sendable {
     // MARK: - Construction
 
     private func add(toMode mode: CFString?) {
-        CFRunLoopAddSource(runLoop, keepAlive, mode)
         CFRunLoopAddSource(runLoop, workSource, mode)
         CFRunLoopAddObserver(runLoop, observer, mode)
-    }
-
-    private static func makeKeepAlive() -> CFRunLoopSource {
-        var context = CFRunLoopSourceContext1()
-        context.version = 1
-        context.getPort = { _ in -1 }  // CFPORT_NULL: in the mode's port set, never polled
-        return withUnsafeMutablePointer(to: &context) {
-            $0.withMemoryRebound(to: CFRunLoopSourceContext.self, capacity: 1) { CFRunLoopSourceCreate(nil, 0, $0)! }
-        }
     }
 
     private static func makeWorkSource(info: UnsafeMutableRawPointer) -> CFRunLoopSource {
