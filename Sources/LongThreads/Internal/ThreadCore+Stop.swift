@@ -87,8 +87,8 @@ extension ThreadCore {
             state.discarded += leftovers.entries.count + discardedByLoop
             return (state.tasksRun, state.discarded)
         }
-        // Remove our sources and observer on this thread, before it exits: CF's thread-exit
-        // finaliser then frees the loop and its descriptors.
+        // The descriptor sources' epoll instances close here; CF's thread-exit finaliser removes
+        // the work source and frees the loop and its descriptors.
         engine.tearDown()
         waitForStopsInFlight()
         instrument?.record(.stopped(name: name, tasksRun: tasksRun, discarded: discarded))
