@@ -48,7 +48,10 @@ final class RunLoopEngine: @unchecked Sendable {
     private let callouts: Callouts
 
     // MARK: Loop thread only
-    private var lastMode: (object: CFString, name: String)?
+    /// The last mode `currentModeName()` converted. Seeded with the default mode, whose name
+    /// object CF hands back unchanged (a constant string's copy is itself): the first entry
+    /// callout and drain of every thread then skip a CF string conversion and an allocation.
+    private var lastMode: (object: CFString, name: String) = (kCFRunLoopDefaultMode, "kCFRunLoopDefaultMode")
 
     /// Effectively infinite: CF treats anything above about 5.05e8 s as "no timeout". A finite
     /// timeout arms a libdispatch timer on an overcommit queue each run (up to ~256 threads).
@@ -125,7 +128,7 @@ final class RunLoopEngine: @unchecked Sendable {
     /// object for a mode each time, so the conversion to `String` is cached on its identity.
     func currentModeName() -> String? {
         guard let mode = CFRunLoopCopyCurrentMode(runLoop) else { return nil }
-        if let last = lastMode, last.object === mode { return last.name }
+        if lastMode.object === mode { return lastMode.name }
         let name = Self.string(mode)
         lastMode = (mode, name)
         return name
