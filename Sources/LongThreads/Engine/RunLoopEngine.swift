@@ -41,8 +41,10 @@ final class RunLoopEngine: @unchecked Sendable {
     /// Whether the engine reports wake-ups (`engineDidWake`). Written on the loop thread under
     /// the thread's lock; read there.
     private(set) var countingWakeUps: Bool
-    /// The thread's descriptor sources and the epoll instances they share (`DescriptorSource`).
-    let descriptorWatches = DescriptorWatches()
+    /// The thread's descriptor sources and the epoll instances they share (`DescriptorSource`),
+    /// made by the first watch (most threads have none). Guarded by the thread's lock; `tearDown`
+    /// reads it after that lock took the engine away from every other thread.
+    private var watches: DescriptorWatches?
     /// What the sources' and the observer's info pointers point at (unretained: the engine keeps it
     /// alive, and they call out only while the loop runs, which ends before the engine goes).
     private let callouts: Callouts
@@ -141,7 +143,16 @@ final class RunLoopEngine: @unchecked Sendable {
     /// walks every mode of every loop it is in: ~13,000 instructions per life, callgrind). Nothing
     /// calls them out after this: the loop never runs again.
     func tearDown() {
-        descriptorWatches.tearDown()
+        watches?.tearDown()
+    }
+
+    /// The thread's descriptor watches, made the first time. Any thread, under the thread's
+    /// lock, only while the loop lives.
+    var descriptorWatches: DescriptorWatches {
+        if let watches { return watches }
+        let made = DescriptorWatches()
+        watches = made
+        return made
     }
 
     // MARK: - Callouts

@@ -41,18 +41,22 @@ enum DescriptorHeadroom {
 
     /// Takes `count` descriptors and gives them back; the errno of the first refusal, if any.
     private static func probe(_ count: Int) -> Int32? {
-        var taken: [Int32] = []
-        taken.reserveCapacity(count)
-        defer { for fd in taken { close(fd) } }
-        // One open, then cheap duplicates of it: each takes a slot as CF's eventfd or epoll would.
-        let first = open("/dev/null", O_RDONLY | O_CLOEXEC)
-        if first < 0 { return errno }
-        taken.append(first)
-        for _ in 1..<max(count, 1) {
-            let fd = fcntl(first, F_DUPFD_CLOEXEC, 0)
-            if fd < 0 { return errno }
-            taken.append(fd)
+        // On the stack: an array here was an allocation per thread's start.
+        withUnsafeTemporaryAllocation(of: Int32.self, capacity: max(count, 1)) { taken in
+            var held = 0
+            defer { for index in 0..<held { close(taken[index]) } }
+            // One open, then cheap duplicates of it: each takes a slot as CF's eventfd or epoll would.
+            let first = open("/dev/null", O_RDONLY | O_CLOEXEC)
+            if first < 0 { return errno }
+            taken[0] = first
+            held = 1
+            while held < count {
+                let fd = fcntl(first, F_DUPFD_CLOEXEC, 0)
+                if fd < 0 { return errno }
+                taken[held] = fd
+                held += 1
+            }
+            return nil
         }
-        return nil
     }
 }

@@ -21,8 +21,6 @@ final class ThreadCore: @unchecked Sendable {
     let ready = OneShotEvent()
     /// Signalled by the pthread as its last act, after the loop released everything it held.
     let exited = OneShotEvent()
-    /// Signalled once `pthread_join` returned, for the callers that did not join themselves.
-    let joined = OneShotEvent()
 
     // MARK: Written once before the pthread starts (pthread_create orders it before every read)
     /// The handle, for `LongThread.current`.
@@ -41,8 +39,6 @@ final class ThreadCore: @unchecked Sendable {
     /// The label of the labelled item running now and the `calloutStartedAt` value it ran under:
     /// a monitor trusts the label only while that value is current. Written only while timed.
     let runningLabel = Locked<(label: String?, start: UInt64)>((nil, 0))
-    /// The targets of this thread's observers (`EngineItem.observer`).
-    let observerTargets = ObserverTargets()
     /// When the callout running now began, monotonic ns; 0 while the loop is in its run loop
     /// (sleeping, between callouts, or inside a nested run). A callout is one item of a drain, a
     /// timer or a descriptor handler; a task resumes as a new callout when its nested run returns.
@@ -134,6 +130,11 @@ final class ThreadCore: @unchecked Sendable {
         var backpressure: Backpressure?
         /// Work waiting for a deadline, by deadline and modes (`perform(at:)`, `run(at:)`).
         var deadlines: [DeadlineKey: DeadlineBucket] = [:]
+        /// Made by the first caller that waits for another's `pthread_join`, signalled when it
+        /// returned (most lives have one joiner: no event to allocate).
+        var joinedEvent: OneShotEvent?
+        /// Made by the thread's first observer (`observerTargets`).
+        var observerTargets: ObserverTargets?
     }
 
     init(name: String?, owner: AnyObject?, options: LongThread.Options) {
@@ -154,7 +155,7 @@ final class ThreadCore: @unchecked Sendable {
 
     /// Creates the pthread and returns once its run loop runs. Creator's thread.
     func start() throws(LongThreadError) {
-        let thread = try PosixThread.spawn(options: options) { [self] in threadMain() }
+        let thread = try PosixThread.spawn(options: options, running: self)
         shared.withLock { $0.lifecycle.threadCreated(thread) }
         ready.wait()
         if let startError {
@@ -167,7 +168,8 @@ final class ThreadCore: @unchecked Sendable {
         }
     }
 
-    private func threadMain() {
+    /// The pthread's body (`PosixThread.spawn(options:running:)`).
+    func threadMain() {
         PosixThread.setCurrentName(name ?? "LongThread")
         kernelThreadID.store(CLongThreadsShims_gettid(), ordering: .relaxed)
         CLongThreadsShims_stackCaptureUnblockHere() // a stall monitor may ask for its stack
@@ -221,6 +223,17 @@ final class ThreadCore: @unchecked Sendable {
             setUpError = error
             requestStop(.discard)
             return false
+        }
+    }
+
+    /// The targets of this thread's observers (`EngineItem.observer`), made by the first one
+    /// (most threads have none). Any thread.
+    var observerTargets: ObserverTargets {
+        shared.withLock { state in
+            if let targets = state.observerTargets { return targets }
+            let targets = ObserverTargets()
+            state.observerTargets = targets
+            return targets
         }
     }
 
