@@ -22,8 +22,11 @@ struct Locked<State>: @unchecked Sendable {
 
     private let storage: Storage
 
-    init(_ initial: State) {
-        storage = unsafeDowncast(Storage.create(minimumCapacity: 1) { _ in initial }, to: Storage.self)
+    init(_ initial: consuming State) {
+        // Moved in, not copied: a copy of a thread's shared state retained every array and
+        // dictionary in it, and destroying the original released them again.
+        var pending = Optional(initial)
+        storage = unsafeDowncast(Storage.create(minimumCapacity: 1) { _ in pending.take()! }, to: Storage.self)
         storage.withUnsafeMutablePointerToElements { mutex in
             mutex.initialize(to: pthread_mutex_t())
             var attributes = pthread_mutexattr_t()

@@ -144,10 +144,11 @@ final class ThreadCore: @unchecked Sendable {
         self.hasQueueLimit = options.queueLimit != nil
         self.owner = owner
         self.instrument = options.instrument
-        var state = SharedState()
-        state.countsWakeUps = owner != nil || options.instrument != nil
-        state.backpressure = options.queueLimit.map(Backpressure.init)
-        self.shared = Locked(state)
+        // Made in place: a local `var` was copied into the lock's storage and then destroyed.
+        self.shared = Locked(SharedState(
+            countsWakeUps: owner != nil || options.instrument != nil,
+            backpressure: options.queueLimit.map(Backpressure.init)
+        ))
         self.hints = Atomic(options.instrument != nil ? Hints.instrumented : 0)
     }
 
