@@ -80,7 +80,7 @@ final class ThreadCore: @unchecked Sendable {
     var timersFired = 0
     var discardedByLoop = 0
     /// The mode of each run of the loop on the stack, innermost last (entry and exit observer).
-    var runModes: [String] = []
+    var runModes = RunModeStack()
     /// Callouts on the stack (a task running the loop nested holds one while its nested ones run).
     var calloutDepth = 0
     /// Whether the loop times each item of the running callout (a monitor watches).
