@@ -144,12 +144,14 @@ final class ThreadCore: @unchecked Sendable {
         self.hasQueueLimit = options.queueLimit != nil
         self.owner = owner
         self.instrument = options.instrument
+        // Tested once: each test of the optional existential copied and destroyed it.
+        let instrumented = options.instrument != nil
         // Made in place: a local `var` was copied into the lock's storage and then destroyed.
         self.shared = Locked(SharedState(
-            countsWakeUps: owner != nil || options.instrument != nil,
+            countsWakeUps: owner != nil || instrumented,
             backpressure: options.queueLimit.map(Backpressure.init)
         ))
-        self.hints = Atomic(options.instrument != nil ? Hints.instrumented : 0)
+        self.hints = Atomic(instrumented ? Hints.instrumented : 0)
     }
 
     // MARK: - Start
