@@ -333,3 +333,12 @@ void CLongThreadsShims_doorbellWait(CLongThreadsShims_Doorbell *bell, uint32_t s
 uint64_t CLongThreadsShims_monotonicNanoseconds(void) {
     return (uint64_t)nowNanoseconds();
 }
+
+int CLongThreadsShims_closeRange(unsigned int first, unsigned int last) {
+#ifdef SYS_close_range
+    if (syscall(SYS_close_range, first, last, 0) == 0) return 0;
+    return errno;
+#else
+    return ENOSYS;
+#endif
+}

@@ -7,7 +7,8 @@
 ///
 /// ## Life story
 /// 1. `init` creates the pthread (its creation is checked: a failure throws), names it for the
-///    kernel, installs a port source that keeps its run loop alive, and returns once the loop runs.
+///    kernel, installs the run-loop source its work arrives through (which also keeps the loop
+///    alive), and returns once the loop runs.
 /// 2. It serves work posted with ``perform(modes:label:_:)``, ``sync(modes:label:_:)`` and
 ///    ``run(modes:label:_:)``: each item is a source0 item of the loop, FIFO for each producer, run in a
 ///    pass of the loop in one of the item's modes. Idle, it sleeps in the kernel and costs no CPU.

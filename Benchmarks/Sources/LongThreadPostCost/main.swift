@@ -1,39 +1,62 @@
-// A harness for instruction counts of the async post path (issue 14), run under callgrind:
-// one producer (the main thread) posts N fire-and-forget empty closures to one LongThread, in
-// bursts of 1,000, each followed by an item that signals a semaphore the producer waits on (so the
-// queue's arrays stay at one size, how far the producer runs ahead of the loop under valgrind's
-// scheduler moves nothing, and no waiter spins: `sync`'s waiter may spin, and how long depends on
-// the machine's load). Two runs
-// that differ only in N cancel every fixed cost, so (I(2N) - I(N)) / N is what one item costs,
-// posted and run, on both threads (a thousandth of a burst's end included).
+// A harness for instruction counts under callgrind: the async post path (issue 14) and a thread's
+// whole life (issue 12). Nothing in it is timed. Two runs that differ only in N cancel every fixed
+// cost, so (I(2N) - I(N)) / N is what one unit costs, on every thread.
 //
-//   longthread-postcost perform N   (default)
-//   longthread-postcost submit N    (the same through `submit`, which returns a handle)
+//   longthread-postcost perform N      one item posted and run (default)
+//   longthread-postcost submit N       the same through `submit`, which returns a handle
+//   longthread-postcost lifecycle N    one LongThread's life: create + 1 sync task + stop + join
+//   longthread-postcost cf-lifecycle N the same life of a raw CF source0 thread (`CFSource0Life`)
+//
+// Posts: one producer (the main thread) posts N fire-and-forget empty closures to one LongThread,
+// in bursts of 1,000, each followed by an item that signals a semaphore the producer waits on (so
+// the queue's arrays stay at one size, how far the producer runs ahead of the loop under
+// valgrind's scheduler moves nothing, and no waiter spins: `sync`'s waiter may spin, and how long
+// depends on the machine's load).
+//
+// Lives: N lives one after another, each the benchmark's lifecycle figure (`longthread-bench
+// --only lifecycle`) without its clock and harness, so the per-function inclusive costs of
+// `callgrind_annotate` (difference of the two runs, divided by N) name what a life costs.
 //
 // It builds against the library of whichever checkout it sits in, so the same file measures an
 // older commit too (copy it there with its Package.swift entry, without `submit` if that commit
-// has none). Nothing in it is timed.
+// has none).
 import Dispatch
 import LongThreads
 
 let arguments = CommandLine.arguments.dropFirst()
 let kind = arguments.first ?? "perform"
 let count = arguments.dropFirst().first.flatMap { Int($0) } ?? 100_000
-let burst = 1_000
-let burstDone = DispatchSemaphore(value: 0)
 
-let thread = try LongThread(name: "postcost")
-try thread.sync {} // the loop runs and its first batch has been taken
-for _ in 0..<(count / burst) {
-    switch kind {
-    case "perform":
-        for _ in 0..<burst { try thread.perform {} }
-    case "submit":
-        for _ in 0..<burst { _ = try thread.submit {} }
-    default:
-        fatalError("unknown kind \(kind): perform or submit")
+switch kind {
+case "perform", "submit":
+    try posts(count, submit: kind == "submit")
+case "lifecycle":
+    for _ in 0..<count {
+        let thread = try LongThread(name: "life")
+        try thread.sync {}
+        thread.stop()
     }
-    try thread.perform { burstDone.signal() }
-    burstDone.wait()
+case "cf-lifecycle":
+    for _ in 0..<count {
+        let thread = CFSource0Life()
+        thread.roundTrip()
+        thread.stop()
+    }
+default:
+    fatalError("unknown kind \(kind): perform, submit, lifecycle or cf-lifecycle")
 }
-thread.stop()
+
+func posts(_ count: Int, submit: Bool) throws {
+    let burst = 1_000
+    let burstDone = DispatchSemaphore(value: 0)
+    let thread = try LongThread(name: "postcost")
+    try thread.sync {} // the loop runs and its first batch has been taken
+    for _ in 0..<(count / burst) {
+        for _ in 0..<burst {
+            if submit { _ = try thread.submit {} } else { try thread.perform {} }
+        }
+        try thread.perform { burstDone.signal() }
+        burstDone.wait()
+    }
+    thread.stop()
+}

@@ -84,6 +84,10 @@ void CLongThreadsShims_doorbellWait(CLongThreadsShims_Doorbell *bell, uint32_t s
 /// CLOCK_MONOTONIC in nanoseconds.
 uint64_t CLongThreadsShims_monotonicNanoseconds(void);
 
+/// close_range(2) of the descriptors `first` through `last`: 0, or an errno (ENOSYS on a kernel
+/// older than 5.9, where the caller closes them one by one).
+int CLongThreadsShims_closeRange(unsigned int first, unsigned int last);
+
 #include "CLongThreadsShims_StackCapture.h"
 
 #endif

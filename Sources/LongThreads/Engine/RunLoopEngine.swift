@@ -16,12 +16,11 @@ protocol RunLoopEngineDelegate: AnyObject {
 /// could be replaced if a toolchain ever stopped shipping the module.
 ///
 /// Made on the loop thread. It holds:
-/// - a version-1 source with port -1, which keeps every mode it is in alive and costs no file
-///   descriptor (a `SocketPort` would open a TCP listener). Not redundant with the work source,
-///   which would keep the mode alive too: without it CF's timers fired late under load (measured:
-///   `TimerTests` "skips fire times" failed 2 runs of 3 at load average 25, passed 4 of 4 with it),
-///   though it costs about 10,000 instructions per thread's life (callgrind);
-/// - one version-0 source that carries all queued work: producers signal it and wake the loop;
+/// - one version-0 source that carries all queued work: producers signal it and wake the loop.
+///   Being in a mode, it also keeps that mode alive (CF returns from a run of an empty mode at
+///   once). No separate keep-alive source: in CF a version-1 source whose port is -1 does nothing
+///   but count in `__CFRunLoopModeIsEmpty`, which the work source already answers, and it cost
+///   about 10,000 instructions per thread's life (callgrind);
 /// - one observer for entry and exit (nested runs: any task may run the loop itself), and for
 ///   after-waiting only when someone counts wake-ups (an owner to check, an instrument, or a
 ///   reader of `statistics`): that callout costs CF a pass over its observers on every wake-up.
@@ -33,7 +32,6 @@ final class RunLoopEngine: @unchecked Sendable {
     // MARK: Immutable (CF's signal, wake-up and add calls are thread-safe)
     let runLoop: CFRunLoop
     private let workSource: CFRunLoopSource
-    private let keepAlive: CFRunLoopSource
     private let observer: CFRunLoopObserver
     /// The after-waiting observer added by `countWakeUps()` once the loop runs, if any.
     /// Guarded by the thread's lock (`ThreadCore.shared`), as are `customModes`.
@@ -43,14 +41,19 @@ final class RunLoopEngine: @unchecked Sendable {
     /// Whether the engine reports wake-ups (`engineDidWake`). Written on the loop thread under
     /// the thread's lock; read there.
     private(set) var countingWakeUps: Bool
-    /// The thread's descriptor sources and the epoll instances they share (`DescriptorSource`).
-    let descriptorWatches = DescriptorWatches()
+    /// The thread's descriptor sources and the epoll instances they share (`DescriptorSource`),
+    /// made by the first watch (most threads have none). Guarded by the thread's lock; `tearDown`
+    /// reads it after that lock took the engine away from every other thread.
+    private var watches: DescriptorWatches?
     /// What the sources' and the observer's info pointers point at (unretained: the engine keeps it
-    /// alive, and `tearDown` invalidates them before the engine goes).
+    /// alive, and they call out only while the loop runs, which ends before the engine goes).
     private let callouts: Callouts
 
     // MARK: Loop thread only
-    private var lastMode: (object: CFString, name: String)?
+    /// The last mode `currentModeName()` converted. Seeded with the default mode, whose name
+    /// object CF hands back unchanged (a constant string's copy is itself): the first entry
+    /// callout and drain of every thread then skip a CF string conversion and an allocation.
+    private var lastMode: (object: CFString, name: String) = (kCFRunLoopDefaultMode, "kCFRunLoopDefaultMode")
 
     /// Effectively infinite: CF treats anything above about 5.05e8 s as "no timeout". A finite
     /// timeout arms a libdispatch timer on an overcommit queue each run (up to ~256 threads).
@@ -64,7 +67,6 @@ final class RunLoopEngine: @unchecked Sendable {
         let info = Unmanaged.passUnretained(callouts).toOpaque()
         runLoop = try DescriptorHeadroom.withDescriptors(DescriptorHeadroom.runLoop) { CFRunLoopGetCurrent() }
         workSource = Self.makeWorkSource(info: info)
-        keepAlive = Self.makeKeepAlive()
         var activities = CFRunLoopActivity.entry.rawValue | CFRunLoopActivity.exit.rawValue
         if countsWakeUps { activities |= CFRunLoopActivity.afterWaiting.rawValue }
         observer = Self.makeObserver(activities: activities, info: info)
@@ -128,20 +130,29 @@ final class RunLoopEngine: @unchecked Sendable {
     /// object for a mode each time, so the conversion to `String` is cached on its identity.
     func currentModeName() -> String? {
         guard let mode = CFRunLoopCopyCurrentMode(runLoop) else { return nil }
-        if let last = lastMode, last.object === mode { return last.name }
+        if lastMode.object === mode { return lastMode.name }
         let name = Self.string(mode)
         lastMode = (mode, name)
         return name
     }
 
-    /// Takes the sources (descriptor sources' epoll instances too) and the observer out of every
-    /// mode, on the loop thread, before it exits.
+    /// Loop thread, before it exits: closes the descriptor sources' epoll instances. The work
+    /// source and the observers stay in their modes: CF's thread-exit finaliser removes every
+    /// source from every mode, and the loop's deallocation invalidates its observers, so removing
+    /// them here only did the same work earlier, at a higher price (invalidating one CF object
+    /// walks every mode of every loop it is in: ~13,000 instructions per life, callgrind). Nothing
+    /// calls them out after this: the loop never runs again.
     func tearDown() {
-        descriptorWatches.tearDown()
-        CFRunLoopObserverInvalidate(observer)
-        if let wakeObserver { CFRunLoopObserverInvalidate(wakeObserver) }
-        CFRunLoopSourceInvalidate(workSource)
-        CFRunLoopSourceInvalidate(keepAlive)
+        watches?.tearDown()
+    }
+
+    /// The thread's descriptor watches, made the first time. Any thread, under the thread's
+    /// lock, only while the loop lives.
+    var descriptorWatches: DescriptorWatches {
+        if let watches { return watches }
+        let made = DescriptorWatches()
+        watches = made
+        return made
     }
 
     // MARK: - Callouts
@@ -169,18 +180,8 @@ final class RunLoopEngine: @unchecked Sendable {
     // MARK: - Construction
 
     private func add(toMode mode: CFString?) {
-        CFRunLoopAddSource(runLoop, keepAlive, mode)
         CFRunLoopAddSource(runLoop, workSource, mode)
         CFRunLoopAddObserver(runLoop, observer, mode)
-    }
-
-    private static func makeKeepAlive() -> CFRunLoopSource {
-        var context = CFRunLoopSourceContext1()
-        context.version = 1
-        context.getPort = { _ in -1 }  // CFPORT_NULL: in the mode's port set, never polled
-        return withUnsafeMutablePointer(to: &context) {
-            $0.withMemoryRebound(to: CFRunLoopSourceContext.self, capacity: 1) { CFRunLoopSourceCreate(nil, 0, $0)! }
-        }
     }
 
     private static func makeWorkSource(info: UnsafeMutableRawPointer) -> CFRunLoopSource {

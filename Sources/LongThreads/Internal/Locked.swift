@@ -9,35 +9,45 @@ import Glibc
 /// The mutex is adaptive (`PTHREAD_MUTEX_ADAPTIVE_NP`): it spins a little before sleeping. The
 /// queue's critical sections are a few dozen nanoseconds, and a producer that found the lock held
 /// by the draining loop thread would otherwise pay a futex sleep and wake-up (microseconds).
-final class Locked<State>: @unchecked Sendable {
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    // Guarded by `mutex`, which already makes each access exclusive: the runtime's dynamic
-    // exclusivity check on a class property cost ~117 instructions per queued item (callgrind).
-    @exclusivity(unchecked) private var state: State
-
-    init(_ initial: State) {
-        mutex = .allocate(capacity: 1)
-        mutex.initialize(to: pthread_mutex_t())
-        var attributes = pthread_mutexattr_t()
-        pthread_mutexattr_init(&attributes)
-        pthread_mutexattr_settype(&attributes, Int32(PTHREAD_MUTEX_ADAPTIVE_NP))
-        let rc = pthread_mutex_init(mutex, &attributes)
-        pthread_mutexattr_destroy(&attributes)
-        precondition(rc == 0, "BUG IN LongThreads (please report): pthread_mutex_init failed with \(rc)")
-        state = initial
+///
+/// A handle to one allocation holding both the value and the mutex (a `ManagedBuffer`: the mutex
+/// is its element, at a stable address), so copies share the lock. A class holding the mutex
+/// through a pointer cost a second allocation per lock, five per thread's life.
+struct Locked<State>: @unchecked Sendable {
+    private final class Storage: ManagedBuffer<State, pthread_mutex_t> {
+        deinit {
+            _ = withUnsafeMutablePointerToElements { pthread_mutex_destroy($0) }
+        }
     }
 
-    deinit {
-        pthread_mutex_destroy(mutex)
-        mutex.deallocate()
+    private let storage: Storage
+
+    init(_ initial: consuming State) {
+        // Moved in, not copied: a copy of a thread's shared state retained every array and
+        // dictionary in it, and destroying the original released them again.
+        var pending = Optional(initial)
+        storage = unsafeDowncast(Storage.create(minimumCapacity: 1) { _ in pending.take()! }, to: Storage.self)
+        storage.withUnsafeMutablePointerToElements { mutex in
+            mutex.initialize(to: pthread_mutex_t())
+            var attributes = pthread_mutexattr_t()
+            pthread_mutexattr_init(&attributes)
+            pthread_mutexattr_settype(&attributes, Int32(PTHREAD_MUTEX_ADAPTIVE_NP))
+            let rc = pthread_mutex_init(mutex, &attributes)
+            pthread_mutexattr_destroy(&attributes)
+            precondition(rc == 0, "BUG IN LongThreads (please report): pthread_mutex_init failed with \(rc)")
+        }
     }
 
+    // Through the buffer's pointers: the mutex already makes each access exclusive, and a class
+    // property's dynamic exclusivity check cost ~117 instructions per queued item (callgrind).
     @inline(__always)
     func withLock<Result, Failure: Error>(
         _ body: (inout State) throws(Failure) -> Result
     ) throws(Failure) -> Result {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return try body(&state)
+        try storage.withUnsafeMutablePointers { (state, mutex) throws(Failure) -> Result in
+            pthread_mutex_lock(mutex)
+            defer { pthread_mutex_unlock(mutex) }
+            return try body(&state.pointee)
+        }
     }
 }

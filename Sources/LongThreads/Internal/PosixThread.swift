@@ -11,31 +11,52 @@ enum PosixThread {
         options: LongThread.Options,
         body: @escaping @Sendable () -> Void
     ) throws(LongThreadError) -> pthread_t {
+        let context = Unmanaged.passRetained(Body(body))
+        return try create(options: options, context: context.toOpaque(), release: { context.release() }) { context in
+            Unmanaged<Body>.fromOpaque(context!).takeRetainedValue().run()
+            return nil
+        }
+    }
+
+    /// Creates a joinable thread running `core`'s loop (`ThreadCore.threadMain`), or throws
+    /// `.cannotStart(errno:)`. The core itself is the thread's argument, retained until it runs:
+    /// a closure would cost two allocations per thread's life (its context and the box
+    /// `pthread_create` gets).
+    static func spawn(options: LongThread.Options, running core: ThreadCore) throws(LongThreadError) -> pthread_t {
+        let context = Unmanaged.passRetained(core)
+        return try create(options: options, context: context.toOpaque(), release: { context.release() }) { context in
+            Unmanaged<ThreadCore>.fromOpaque(context!).takeRetainedValue().threadMain()
+            return nil
+        }
+    }
+
+    /// `pthread_create` with `options`' attributes; calls `release` (the context's reference)
+    /// when no thread was made.
+    private static func create(
+        options: LongThread.Options,
+        context: UnsafeMutableRawPointer,
+        release: () -> Void,
+        start: @convention(c) (UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer?
+    ) throws(LongThreadError) -> pthread_t {
         var attributes = pthread_attr_t()
         pthread_attr_init(&attributes)
         defer { pthread_attr_destroy(&attributes) }
+        var rc: Int32 = 0
         if let stackSize = options.stackSize {
-            let rc = pthread_attr_setstacksize(&attributes, stackSize)
-            if rc != 0 { throw .cannotStart(errno: rc) }
+            rc = pthread_attr_setstacksize(&attributes, stackSize)
         }
         switch options.schedulingPolicy {
-        case .fifo(let priority):
-            let rc = CLongThreadsShims_setAttrRealtime(&attributes, 1, priority)
-            if rc != 0 { throw .cannotStart(errno: rc) }
-        case .roundRobin(let priority):
-            let rc = CLongThreadsShims_setAttrRealtime(&attributes, 2, priority)
-            if rc != 0 { throw .cannotStart(errno: rc) }
-        case .inherited, .other, .batch, .idle:
+        case .fifo(let priority) where rc == 0:
+            rc = CLongThreadsShims_setAttrRealtime(&attributes, 1, priority)
+        case .roundRobin(let priority) where rc == 0:
+            rc = CLongThreadsShims_setAttrRealtime(&attributes, 2, priority)
+        default:
             break
         }
-        let context = Unmanaged.passRetained(Body(body)).toOpaque()
         var thread = pthread_t()
-        let rc = pthread_create(&thread, &attributes, { context in
-            Unmanaged<Body>.fromOpaque(context!).takeRetainedValue().run()
-            return nil
-        }, context)
+        if rc == 0 { rc = pthread_create(&thread, &attributes, start, context) }
         if rc != 0 {
-            Unmanaged<Body>.fromOpaque(context).release()
+            release()
             throw .cannotStart(errno: rc)
         }
         return thread
@@ -56,7 +77,9 @@ enum PosixThread {
     /// Names the calling thread for the kernel (`/proc/self/task/*/comm`), cut to its 15-byte limit
     /// on a character boundary (a longer name is otherwise refused with ERANGE and silently lost).
     static func setCurrentName(_ name: String) {
-        _ = CLongThreadsShims_setCurrentThreadName(kernelName(name))
+        // `withCString`, not the implicit conversion: that goes through `utf8CString`, an array
+        // allocated per call, where a short (inline) name is copied to the stack.
+        _ = kernelName(name).withCString { CLongThreadsShims_setCurrentThreadName($0) }
     }
 
     static func kernelName(_ name: String) -> String {

@@ -87,8 +87,8 @@ extension ThreadCore {
             state.discarded += leftovers.entries.count + discardedByLoop
             return (state.tasksRun, state.discarded)
         }
-        // Remove our sources and observer on this thread, before it exits: CF's thread-exit
-        // finaliser then frees the loop and its descriptors.
+        // The descriptor sources' epoll instances close here; CF's thread-exit finaliser removes
+        // the work source and frees the loop and its descriptors.
         engine.tearDown()
         waitForStopsInFlight()
         instrument?.record(.stopped(name: name, tasksRun: tasksRun, discarded: discarded))
@@ -129,24 +129,37 @@ extension ThreadCore {
         // Without a timeout the joiner goes straight to pthread_join, which returns once the
         // thread has ended: waiting for `exited` first cost one more sleep and wake-up per stop.
         if let timeout, !exited.wait(timeout: timeout) { return false }
-        switch shared.withLock({ $0.lifecycle.claimJoin() }) {
+        let (action, joined) = shared.withLock { state -> (Lifecycle.JoinAction, OneShotEvent?) in
+            let action = state.lifecycle.claimJoin()
+            guard action == .waitForJoiner else { return (action, nil) }
+            if state.joinedEvent == nil { state.joinedEvent = OneShotEvent() }
+            return (action, state.joinedEvent)
+        }
+        switch action {
         case .join(let thread) where pthread_equal(thread, pthread_self()) != 0:
             // The last handle died during the thread's own exit (a block CF frees in its thread-exit
             // finaliser held it): it cannot join itself, so it detaches.
             pthread_detach(thread)
-            shared.withLock { $0.lifecycle.joinFinished() }
-            joined.signal()
+            joinFinished()
         case .join(let thread):
             let rc = pthread_join(thread, nil)
             precondition(rc == 0, "BUG IN LongThreads (please report): pthread_join failed with \(rc)")
-            shared.withLock { $0.lifecycle.joinFinished() }
-            joined.signal()
+            joinFinished()
         case .waitForJoiner:
-            joined.wait()
+            joined?.wait()
         case .done:
             exited.wait() // joined already, or detached by its own last handle
         }
         return true
+    }
+
+    /// The joiner is done: wakes the callers that waited for it, if any.
+    private func joinFinished() {
+        let joined = shared.withLock { state in
+            state.lifecycle.joinFinished()
+            return state.joinedEvent
+        }
+        joined?.signal()
     }
 
     /// The last handle is gone. On another thread: stop, drain and join. On the thread itself

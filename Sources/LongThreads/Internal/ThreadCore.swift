@@ -21,8 +21,6 @@ final class ThreadCore: @unchecked Sendable {
     let ready = OneShotEvent()
     /// Signalled by the pthread as its last act, after the loop released everything it held.
     let exited = OneShotEvent()
-    /// Signalled once `pthread_join` returned, for the callers that did not join themselves.
-    let joined = OneShotEvent()
 
     // MARK: Written once before the pthread starts (pthread_create orders it before every read)
     /// The handle, for `LongThread.current`.
@@ -41,8 +39,6 @@ final class ThreadCore: @unchecked Sendable {
     /// The label of the labelled item running now and the `calloutStartedAt` value it ran under:
     /// a monitor trusts the label only while that value is current. Written only while timed.
     let runningLabel = Locked<(label: String?, start: UInt64)>((nil, 0))
-    /// The targets of this thread's observers (`EngineItem.observer`).
-    let observerTargets = ObserverTargets()
     /// When the callout running now began, monotonic ns; 0 while the loop is in its run loop
     /// (sleeping, between callouts, or inside a nested run). A callout is one item of a drain, a
     /// timer or a descriptor handler; a task resumes as a new callout when its nested run returns.
@@ -84,7 +80,7 @@ final class ThreadCore: @unchecked Sendable {
     var timersFired = 0
     var discardedByLoop = 0
     /// The mode of each run of the loop on the stack, innermost last (entry and exit observer).
-    var runModes: [String] = []
+    var runModes = RunModeStack()
     /// Callouts on the stack (a task running the loop nested holds one while its nested ones run).
     var calloutDepth = 0
     /// Whether the loop times each item of the running callout (a monitor watches).
@@ -134,6 +130,11 @@ final class ThreadCore: @unchecked Sendable {
         var backpressure: Backpressure?
         /// Work waiting for a deadline, by deadline and modes (`perform(at:)`, `run(at:)`).
         var deadlines: [DeadlineKey: DeadlineBucket] = [:]
+        /// Made by the first caller that waits for another's `pthread_join`, signalled when it
+        /// returned (most lives have one joiner: no event to allocate).
+        var joinedEvent: OneShotEvent?
+        /// Made by the thread's first observer (`observerTargets`).
+        var observerTargets: ObserverTargets?
     }
 
     init(name: String?, owner: AnyObject?, options: LongThread.Options) {
@@ -143,18 +144,21 @@ final class ThreadCore: @unchecked Sendable {
         self.hasQueueLimit = options.queueLimit != nil
         self.owner = owner
         self.instrument = options.instrument
-        var state = SharedState()
-        state.countsWakeUps = owner != nil || options.instrument != nil
-        state.backpressure = options.queueLimit.map(Backpressure.init)
-        self.shared = Locked(state)
-        self.hints = Atomic(options.instrument != nil ? Hints.instrumented : 0)
+        // Tested once: each test of the optional existential copied and destroyed it.
+        let instrumented = options.instrument != nil
+        // Made in place: a local `var` was copied into the lock's storage and then destroyed.
+        self.shared = Locked(SharedState(
+            countsWakeUps: owner != nil || instrumented,
+            backpressure: options.queueLimit.map(Backpressure.init)
+        ))
+        self.hints = Atomic(instrumented ? Hints.instrumented : 0)
     }
 
     // MARK: - Start
 
     /// Creates the pthread and returns once its run loop runs. Creator's thread.
     func start() throws(LongThreadError) {
-        let thread = try PosixThread.spawn(options: options) { [self] in threadMain() }
+        let thread = try PosixThread.spawn(options: options, running: self)
         shared.withLock { $0.lifecycle.threadCreated(thread) }
         ready.wait()
         if let startError {
@@ -167,7 +171,8 @@ final class ThreadCore: @unchecked Sendable {
         }
     }
 
-    private func threadMain() {
+    /// The pthread's body (`PosixThread.spawn(options:running:)`).
+    func threadMain() {
         PosixThread.setCurrentName(name ?? "LongThread")
         kernelThreadID.store(CLongThreadsShims_gettid(), ordering: .relaxed)
         CLongThreadsShims_stackCaptureUnblockHere() // a stall monitor may ask for its stack
@@ -221,6 +226,17 @@ final class ThreadCore: @unchecked Sendable {
             setUpError = error
             requestStop(.discard)
             return false
+        }
+    }
+
+    /// The targets of this thread's observers (`EngineItem.observer`), made by the first one
+    /// (most threads have none). Any thread.
+    var observerTargets: ObserverTargets {
+        shared.withLock { state in
+            if let targets = state.observerTargets { return targets }
+            let targets = ObserverTargets()
+            state.observerTargets = targets
+            return targets
         }
     }
 
