@@ -126,12 +126,12 @@ bool CLongThreadsShims_eventWait(CLongThreadsShims_Event *event, int64_t timeout
 // a CPU; sleeping hands the CPU over at once and the futex wake brings us back. Never
 // sched_yield: on a busy CPU it gives a CPU-bound neighbour a whole slice (a 4 ms tick measured).
 //
-// Checked per calling thread, from cached samples (each costs reading /proc/loadavg, a few
-// microseconds, so at most one per LOAD_SAMPLE_NANOSECONDS):
-// - the CPUs the caller may run on (sched_getaffinity; one CPU: never spin, as the thread we wait
-//   for can only run when we stop);
-// - the system's runnable threads (/proc/loadavg's fourth field, which counts the reader and a
-//   woken loop thread): spin only while they do not outnumber those CPUs.
+// Checked from cached samples, at most one per LOAD_SAMPLE_NANOSECONDS:
+// - the CPUs the caller may run on (sched_getaffinity, per thread; one CPU: never spin, as the
+//   thread we wait for can only run when we stop);
+// - the system's runnable threads at that instant (not the load average: /proc/loadavg's fourth
+//   field, which counts the reader and a woken loop thread; one sample shared by all threads, as
+//   reading it costs microseconds): spin only while they do not outnumber those CPUs.
 // The spin is bounded by what a round trip costs: three times the recent reply time of spins that
 // won (a moving average, so a reply a little slower than usual is still caught), at least
 // SPIN_MIN and at most SPIN_MAX_NANOSECONDS. And it stops while it keeps losing (a reply behind
@@ -139,7 +139,7 @@ bool CLongThreadsShims_eventWait(CLongThreadsShims_Event *event, int64_t timeout
 // a quarter of recent spins won, only every PROBE_INTERVAL-th wait spins, to notice a change.
 #define SPIN_MAX_NANOSECONDS 15000
 #define SPIN_MIN_NANOSECONDS 4000
-#define LINGER_MAX_NANOSECONDS 20000
+#define LINGER_MAX_NANOSECONDS 80000
 #define LOAD_SAMPLE_NANOSECONDS 2000000
 #define WIN_SCALE 256
 #define PROBE_INTERVAL 16
@@ -155,11 +155,15 @@ static __thread SpinHistory replies = { SPIN_MIN_NANOSECONDS, WIN_SCALE, 0 };
 static __thread SpinHistory lingers = { SPIN_MIN_NANOSECONDS, WIN_SCALE, 0 };
 static __thread int64_t loadSampledAt = INT64_MIN / 2;
 static __thread bool spareCPU;
+// The system's runnable count, shared by every thread: a thread's first spin or linger (a new
+// LongThread's first reply) then costs no /proc read, which took tens of microseconds of its life.
+static int64_t runnableSampledAt = INT64_MIN / 2;
+static int sharedRunnable = -1;
 
 /// Runnable threads system-wide, from /proc/loadavg ("0.10 0.20 0.30 2/345 6789"), or -1.
 /// Opened and closed each time: a descriptor held for the process's life would show in every
 /// descriptor census (and one sample every few milliseconds makes the open cheap enough).
-static int runnableThreads(void) {
+static int readRunnableThreads(void) {
     int fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
     if (fd < 0) return -1;
     char text[128];
@@ -177,10 +181,22 @@ static int runnableThreads(void) {
     return atoi(cursor);
 }
 
+/// The runnable count, read again when the shared sample is older than LOAD_SAMPLE_NANOSECONDS.
+/// Threads that refresh it at once each read /proc: harmless.
+static int runnableThreads(int64_t now) {
+    if (now - __atomic_load_n(&runnableSampledAt, __ATOMIC_ACQUIRE) < LOAD_SAMPLE_NANOSECONDS) {
+        return __atomic_load_n(&sharedRunnable, __ATOMIC_RELAXED);
+    }
+    int runnable = readRunnableThreads();
+    __atomic_store_n(&sharedRunnable, runnable, __ATOMIC_RELAXED);
+    __atomic_store_n(&runnableSampledAt, now, __ATOMIC_RELEASE);
+    return runnable;
+}
+
 static void sampleLoad(int64_t now) {
     cpu_set_t set;
     int usableCPUs = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
-    int runnable = runnableThreads();
+    int runnable = usableCPUs > 1 ? runnableThreads(now) : -1;
     spareCPU = usableCPUs > 1 && runnable >= 0 && runnable <= usableCPUs;
     loadSampledAt = now;
 }
@@ -227,9 +243,13 @@ void CLongThreadsShims_eventWaitForReply(CLongThreadsShims_Event *event) {
 // system call to signal it, tens of microseconds for an idle CPU to come back on a VM), and the
 // caller's spin then loses too. So the loop thread lingers: it looks for work a little while
 // before it goes back to sleep, under the same rules as the caller's spin (a spare CPU for both
-// threads, a budget of three times the recent won lingers, and every PROBE_INTERVAL-th only
-// while they keep losing). It lingers only after a reply: a queue fed asynchronously gains
-// nothing from it.
+// threads, a budget of three times the caller's recent return times, and every PROBE_INTERVAL-th
+// only while they keep losing). It lingers only after a reply: a queue fed asynchronously gains
+// nothing from it. A linger that ends without work is judged when the next post comes (it is
+// stamped): a caller back within LINGER_MAX_NANOSECONDS only woke up slowly (a caller that slept
+// on its futex takes tens of microseconds to come back on a VM), so the next lingers wait that
+// long, and then the caller's reply comes at once, its spin wins, and both stay awake; a later
+// post counts as a loss.
 
 static __thread int64_t lingerOverride;
 
@@ -244,6 +264,15 @@ void CLongThreadsShims_setLingerOverride(int64_t nanoseconds) {
 
 void CLongThreadsShims_lingerRecord(bool won, int64_t waitedNanoseconds) {
     recordSpin(&lingers, won, waitedNanoseconds);
+}
+
+void CLongThreadsShims_lingerRecordLate(int64_t lateNanoseconds) {
+    if (lateNanoseconds > LINGER_MAX_NANOSECONDS) {
+        recordSpin(&lingers, false, 0);
+        return;
+    }
+    // Came back within what a linger may last: not a loss, a budget too short. Learn it fast.
+    lingers.average += (lateNanoseconds - lingers.average) / 2;
 }
 
 void CLongThreadsShims_relax(unsigned count) {

@@ -8,9 +8,10 @@ extension LongThread {
         /// it is not running). The item running now is not counted.
         public var pending: Int
         /// How long the oldest waiting item has waited since it was posted; nil when nothing
-        /// waits, or when posts are not timed: the thread times them only while it has an
-        /// instrument (``LongThread/Options/instrument``) or a ``StallMonitor`` watches it, so that
-        /// posting reads no clock otherwise.
+        /// waits, or when that item's post was not timed: the thread times posts only while it has
+        /// an instrument (``LongThread/Options/instrument``) or a ``StallMonitor`` watches it, so
+        /// that posting reads no clock otherwise (and, to learn how long to stay awake for a
+        /// blocked caller's next request, the one post after a wait for it that came to nothing).
         public var oldestPendingAge: Duration?
         /// The most items that waited in the queue at once.
         public var highWaterMark: Int

@@ -51,6 +51,8 @@ int64_t CLongThreadsShims_lingerBudget(void);
 void CLongThreadsShims_setLingerOverride(int64_t nanoseconds);
 /// Records whether the linger found work, and after how long (ns).
 void CLongThreadsShims_lingerRecord(bool won, int64_t waitedNanoseconds);
+/// After a linger that found no work: the next request came `lateNanoseconds` after it began.
+void CLongThreadsShims_lingerRecordLate(int64_t lateNanoseconds);
 /// `count` spin-wait hints to the CPU (`pause`): a few nanoseconds each, the sibling hyperthread runs.
 void CLongThreadsShims_relax(unsigned count);
 

@@ -14,7 +14,7 @@ extension ThreadCore: RunLoopEngineDelegate {
     @inline(__always)
     func enqueue(_ item: @autoclosure () -> WorkItem, modes: [RunLoop.Mode]?, atFront: Bool = false) throws(LongThreadError) {
         // Posts are timed only for someone who listens: the hot path reads no clock otherwise.
-        let postedAt = hints.load(ordering: .relaxed) & Hints.timesPosts != 0 ? CLongThreadsShims_monotonicNanoseconds() : 0
+        let postedAt = hints.load(ordering: .relaxed) & Hints.stampsPosts != 0 ? CLongThreadsShims_monotonicNanoseconds() : 0
         let engineToWake = try shared.withLock { (state: inout SharedState) throws(LongThreadError) -> RunLoopEngine? in
             guard state.lifecycle.acceptsWork else { throw LongThreadError.stopped }
             let mustWake: Bool
@@ -89,6 +89,7 @@ extension ThreadCore: RunLoopEngineDelegate {
                     let postedAt = batch[index].postedAt
                     let item = batch[index].take()
                     if case .waiting(let work) = item, work is BlockingWork { answeredCaller = true }
+                    if lingerMissedAt != 0, postedAt != 0 { learnFromMissedLinger(postedAt: postedAt) }
                     if index == batchHead { batchHead += 1 }
                     if batchHead < batch.count, batch[batchHead].isTaken { advanceBatchHead() }
                     untakenInBatch -= 1
@@ -183,10 +184,27 @@ extension ThreadCore: RunLoopEngineDelegate {
                 return (gotMore, isStopping)
             }
             if let outcome {
-                CLongThreadsShims_lingerRecord(outcome.gotMore, Int64(waited))
+                if outcome.gotMore {
+                    CLongThreadsShims_lingerRecord(true, Int64(waited))
+                } else if !outcome.isStopping {
+                    // Nobody came in time: judge the linger when the next post comes, by its stamp.
+                    lingerMissedAt = start
+                    hints.bitwiseOr(Hints.stampsNextPost, ordering: .relaxed)
+                }
                 return outcome
             }
         }
+    }
+
+    /// Loop thread: the first stamped item since a linger found no work was posted at `postedAt`.
+    /// A caller that came back a little after the linger gave up lengthens the next lingers (its
+    /// wake-up took longer than the budget: on a VM waking an idle CPU takes tens of µs); one that
+    /// came back much later, or another producer's post, counts as a lost linger.
+    private func learnFromMissedLinger(postedAt: UInt64) {
+        let late = postedAt > lingerMissedAt ? postedAt - lingerMissedAt : 0
+        CLongThreadsShims_lingerRecordLate(Int64(late))
+        lingerMissedAt = 0
+        hints.bitwiseAnd(~Hints.stampsNextPost, ordering: .relaxed)
     }
 
     /// Runs the items posted at the front of the queue, in order; returns how many ran. A discarding

@@ -92,6 +92,9 @@ final class ThreadCore: @unchecked Sendable {
     var slowDeliveryReported = false
     /// Entries of `batch` not yet taken.
     @exclusivity(unchecked) var untakenInBatch = 0
+    /// When the last linger that found no work began (0: none pending): the next stamped post
+    /// tells how late the caller came back (`linger`).
+    @exclusivity(unchecked) var lingerMissedAt: UInt64 = 0
     var announcedReady = false
     /// errno of a failed start, written before `ready` is signalled.
     var startError: Int32?
@@ -276,6 +279,12 @@ enum Hints {
     static let instrumented: UInt8 = 1 << 3
     /// Someone listens for how long posts wait: they read the clock.
     static let timesPosts: UInt8 = monitored | instrumented
+    /// The loop lingered after a reply and nobody came: the next post reads the clock, so the
+    /// loop learns how late its caller came back (`ThreadCore.linger`). Set and cleared by the
+    /// loop thread.
+    static let stampsNextPost: UInt8 = 1 << 4
+    /// A post reads the clock when any of these is set.
+    static let stampsPosts: UInt8 = timesPosts | stampsNextPost
 }
 
 extension ThreadCore {
