@@ -46,6 +46,36 @@ int CLongThreadsShims_setCurrentThreadBatchOrIdle(int idle) {
     return pthread_setschedparam(pthread_self(), idle ? SCHED_IDLE : SCHED_BATCH, &param);
 }
 
+// struct sched_attr (linux/sched/types.h clashes with glibc's sched.h), SCHED_ATTR_SIZE_VER1.
+struct lt_sched_attr {
+    uint32_t size, sched_policy;
+    uint64_t sched_flags;
+    int32_t sched_nice;
+    uint32_t sched_priority;
+    uint64_t sched_runtime, sched_deadline, sched_period;
+    uint32_t sched_util_min, sched_util_max;
+};
+
+int CLongThreadsShims_setCurrentThreadSlice(uint64_t nanoseconds) {
+    struct lt_sched_attr attr;
+    memset(&attr, 0, sizeof attr);
+    if (syscall(SYS_sched_getattr, 0, &attr, sizeof attr, 0) != 0) return errno;
+    // Only the fair class has slices (SCHED_OTHER; SCHED_BATCH is for throughput, not latency).
+    if (attr.sched_policy != SCHED_OTHER) return 0;
+    // Policy and nice as read, so only the slice changes.
+    attr.size = sizeof attr;
+    attr.sched_flags = 0;
+    attr.sched_runtime = nanoseconds;
+    return syscall(SYS_sched_setattr, 0, &attr, 0) == 0 ? 0 : errno;
+}
+
+uint64_t CLongThreadsShims_currentThreadSlice(void) {
+    struct lt_sched_attr attr;
+    memset(&attr, 0, sizeof attr);
+    if (syscall(SYS_sched_getattr, 0, &attr, sizeof attr, 0) != 0) return 0;
+    return attr.sched_runtime;
+}
+
 int CLongThreadsShims_setAttrRealtime(pthread_attr_t *attr, int policy, int priority) {
     int rc = pthread_attr_setinheritsched(attr, PTHREAD_EXPLICIT_SCHED);
     if (rc != 0) return rc;

@@ -65,6 +65,31 @@ struct StartTests {
         #expect(threadNice == callerNice + 5 || threadNice == 19)
     }
 
+    @Test("the thread asks for a 100 µs scheduler slice by default, keeping its nice value; nil keeps the kernel's")
+    func schedulerSlice() throws {
+        // Kernels before 6.12 keep no per-thread slice: nothing to see there. (0 asks this thread
+        // for the kernel's default, which sched_getattr then reports.)
+        guard CLongThreadsShims_setCurrentThreadSlice(0) == 0 else { return }
+        let kernelDefault = CLongThreadsShims_currentThreadSlice()
+        guard kernelDefault != 0 else { return }
+        let plain = try LongThread(name: "lt-slice")
+        defer { plain.stop() }
+        #expect(try plain.sync { CLongThreadsShims_currentThreadSlice() } == 100_000)
+        let nice = try LongThread(name: "lt-slice-nice", options: .init(schedulingPolicy: .other(nice: 5), schedulerSlice: .microseconds(500)))
+        defer { nice.stop() }
+        #expect(try nice.sync { CLongThreadsShims_currentThreadSlice() } == 500_000)
+        let tid = try nice.kernelThreadID()
+        let callerNice = getpriority(__priority_which_t(PRIO_PROCESS.rawValue), id_t(ProcessCensus.currentThreadID))
+        let threadNice = getpriority(__priority_which_t(PRIO_PROCESS.rawValue), id_t(tid))
+        #expect(threadNice == callerNice + 5 || threadNice == 19)
+        let kernels = try LongThread(name: "lt-slice-nil", options: .init(schedulerSlice: nil))
+        defer { kernels.stop() }
+        #expect(try kernels.sync { CLongThreadsShims_currentThreadSlice() } == kernelDefault)
+        let batch = try LongThread(name: "lt-slice-batch", options: .init(schedulingPolicy: .batch))
+        defer { batch.stop() }
+        #expect(try batch.sync { CLongThreadsShims_currentThreadSlice() } == kernelDefault)
+    }
+
     @Test("an idle thread sleeps: no wake-ups while nothing is posted")
     func idleThreadDoesNotPoll() throws {
         let thread = try LongThread(name: "lt-idle")

@@ -20,6 +20,12 @@ int CLongThreadsShims_eventfd(unsigned int initialValue);
 int CLongThreadsShims_setCurrentThreadNice(int nice);
 /// pthread_setschedparam for the calling thread with policy SCHED_BATCH (1) or SCHED_IDLE (2); returns 0 or errno.
 int CLongThreadsShims_setCurrentThreadBatchOrIdle(int idle);
+/// Asks the scheduler for a time slice of `nanoseconds` for the calling thread (Linux 6.12+ EEVDF:
+/// `sched_attr.sched_runtime`; older kernels ignore it), keeping its policy and nice value; does
+/// nothing unless the thread is `SCHED_OTHER`. Returns 0 or an errno.
+int CLongThreadsShims_setCurrentThreadSlice(uint64_t nanoseconds);
+/// The calling thread's requested slice (`sched_runtime`), or 0.
+uint64_t CLongThreadsShims_currentThreadSlice(void);
 /// Fills `attr` for an explicit real-time policy: 1 = SCHED_FIFO, 2 = SCHED_RR; returns 0 or errno.
 int CLongThreadsShims_setAttrRealtime(pthread_attr_t *attr, int policy, int priority);
 

@@ -62,6 +62,13 @@ enum PosixThread {
         return thread
     }
 
+    /// Asks the scheduler for `slice` on the calling thread (`Options.schedulerSlice`): best
+    /// effort, a refusal changes nothing else.
+    static func requestSliceForCurrentThread(_ slice: Duration?) {
+        guard let slice else { return }
+        _ = CLongThreadsShims_setCurrentThreadSlice(UInt64(slice.clampedNanoseconds))
+    }
+
     /// Applies the parts of `policy` a thread can only set on itself. Returns an errno on failure.
     static func applyToCurrentThread(_ policy: LongThread.SchedulingPolicy) -> Int32? {
         let rc: Int32

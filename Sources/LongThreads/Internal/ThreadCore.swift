@@ -186,6 +186,7 @@ final class ThreadCore: @unchecked Sendable {
             announceExit()
             return
         }
+        PosixThread.requestSliceForCurrentThread(options.schedulerSlice)
         let engine: RunLoopEngine
         do throws(LongThreadError) {
             // Wake-ups are reported from the start only to whom needs each one: an owner to check
