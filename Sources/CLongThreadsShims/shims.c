@@ -292,8 +292,8 @@ void CLongThreadsShims_setLingerOverride(int64_t nanoseconds) {
     lingerOverride = nanoseconds;
 }
 
-void CLongThreadsShims_lingerRecord(bool won, int64_t waitedNanoseconds) {
-    recordSpin(&lingers, won, waitedNanoseconds);
+void CLongThreadsShims_lingerWon(int64_t waitedNanoseconds) {
+    recordSpin(&lingers, true, waitedNanoseconds);
 }
 
 void CLongThreadsShims_lingerRecordLate(int64_t lateNanoseconds) {

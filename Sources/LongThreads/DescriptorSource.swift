@@ -114,11 +114,12 @@ extension ThreadCore {
     ) throws -> DescriptorSource {
         try shared.withLock { state in
             guard state.lifecycle.acceptsWork, let engine = state.engine else { throw LongThreadError.stopped }
+            let watches = engine.descriptorWatches
             let source = DescriptorSource(
-                descriptor: descriptor, events: events, core: self, watches: engine.descriptorWatches, handler: handler
+                descriptor: descriptor, events: events, core: self, watches: watches, handler: handler
             )
             _ = try state.mask(for: modes)
-            try engine.descriptorWatches.add(source, modes: modes, engine: engine, core: self)
+            try watches.add(source, modes: modes, engine: engine, core: self)
             state.attachments[ObjectIdentifier(source.handler)] = source.handler
             return source
         }

@@ -55,8 +55,9 @@ int64_t CLongThreadsShims_lingerBudget(void);
 /// Tests: on the calling thread, `CLongThreadsShims_lingerBudget` returns `nanoseconds` when
 /// positive, 0 when negative, and decides as usual when 0 (the default).
 void CLongThreadsShims_setLingerOverride(int64_t nanoseconds);
-/// Records whether the linger found work, and after how long (ns).
-void CLongThreadsShims_lingerRecord(bool won, int64_t waitedNanoseconds);
+/// Records a linger that found work after `waitedNanoseconds`. (One that found none is judged by
+/// `CLongThreadsShims_lingerRecordLate`, when the next request comes.)
+void CLongThreadsShims_lingerWon(int64_t waitedNanoseconds);
 /// After a linger that found no work: the next request came `lateNanoseconds` after it began.
 void CLongThreadsShims_lingerRecordLate(int64_t lateNanoseconds);
 /// `count` spin-wait hints to the CPU (`pause`): a few nanoseconds each, the sibling hyperthread runs.

@@ -89,7 +89,6 @@ extension ThreadCore: RunLoopEngineDelegate {
                     let postedAt = batch[index].postedAt
                     let item = batch[index].take()
                     if case .waiting(let work) = item, work is BlockingWork { answeredCaller = true }
-                    if lingerMissedAt != 0, postedAt != 0 { learnFromMissedLinger(postedAt: postedAt) }
                     if index == batchHead { batchHead += 1 }
                     if batchHead < batch.count, batch[batchHead].isTaken { advanceBatchHead() }
                     untakenInBatch -= 1
@@ -97,6 +96,8 @@ extension ThreadCore: RunLoopEngineDelegate {
                     // A stamped item runs timed even after its monitor left: it keeps the age of
                     // the oldest waiting item true (`statistics`).
                     if hints & Hints.timesPosts != 0 || postedAt != 0 || timingItems {
+                        // Off the untimed path: only a stamped post can settle a missed linger.
+                        if postedAt != 0, lingerMissedAt != 0 { learnFromMissedLinger(postedAt: postedAt) }
                         longestWait = max(longestWait, runTimed(item, postedAt: postedAt))
                     } else {
                         item.run()
@@ -174,7 +175,7 @@ extension ThreadCore: RunLoopEngineDelegate {
             // About a microsecond between looks: a look takes the producers' lock.
             CLongThreadsShims_relax(32)
             let waited = CLongThreadsShims_monotonicNanoseconds() - start
-            let expired = waited >= UInt64(nanoseconds) || hints.load(ordering: .relaxed) & Hints.discard != 0
+            let expired = waited >= UInt64(nanoseconds)
             let outcome: (gotMore: Bool, isStopping: Bool)? = shared.withLock { state in
                 let isStopping = state.lifecycle.isStopping
                 if state.queue.isEmpty, !expired, !isStopping { return nil }
@@ -185,7 +186,7 @@ extension ThreadCore: RunLoopEngineDelegate {
             }
             if let outcome {
                 if outcome.gotMore {
-                    CLongThreadsShims_lingerRecord(true, Int64(waited))
+                    CLongThreadsShims_lingerWon(Int64(waited))
                 } else if !outcome.isStopping {
                     // Nobody came in time: judge the linger when the next post comes, by its stamp.
                     lingerMissedAt = start
