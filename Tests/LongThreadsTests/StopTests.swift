@@ -40,10 +40,12 @@ struct StopTests {
         try thread.perform { started.countDown(); gate.wait() }
         #expect(started.wait())
         weak var weakTracked: Tracked?
+        let trackedBox = WeakBox(nil)
         let ran = Counter()
         do {
             let tracked = Tracked()
             weakTracked = tracked
+            trackedBox.value = tracked
             for _ in 0..<100 { try thread.perform { _ = tracked; ran.increment() } }
         }
         let waiterResults = Recorder<String>()
@@ -51,14 +53,15 @@ struct StopTests {
         let syncWaiter = Thread {
             waitersQueued.countDown()
             do { try thread.sync { ran.increment() }; waiterResults.record("ran") } catch {
-                waiterResults.record("\(error)")
+                // Told only after the stop released every closure it dropped.
+                waiterResults.record(trackedBox.value == nil ? "\(error)" : "\(error) before the drops were released")
             }
         }
         syncWaiter.start()
         let asyncWaiter = Task {
             waitersQueued.countDown()
             do { try await thread.run { ran.increment() }; waiterResults.record("ran") } catch {
-                waiterResults.record("\(error)")
+                waiterResults.record(trackedBox.value == nil ? "\(error)" : "\(error) before the drops were released")
             }
         }
         #expect(await waitersQueued.value())
