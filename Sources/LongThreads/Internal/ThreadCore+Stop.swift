@@ -10,7 +10,6 @@ extension ThreadCore {
     func requestStop(_ pending: LongThread.PendingWork) {
         typealias Taken = (engine: RunLoopEngine?, dropped: [QueueEntry], mustTell: Bool, timers: [LongThreadTimer])
         let engine: RunLoopEngine?
-        var toTell: [WorkItem] = []
         do {
             let taken = shared.withLock { state -> Taken? in
                 let action = state.lifecycle.stopRequested(pending)
@@ -30,13 +29,11 @@ extension ThreadCore {
             guard let (takenEngine, dropped, mustTell, timers) = taken else { return }
             engine = takenEngine
             instrument?.record(.stopRequested(name: name, pending: pending))
-            if mustTell { toTell = Self.itemsToTell(in: dropped) }
+            // Outside the lock: waiters wake up here, and the closures are released when this
+            // scope ends, before `stopFinished` lets the loop (and so any stopper) finish.
+            Self.discard(dropped, mustTell: mustTell)
             for timer in timers { timer.cancel() }
         }
-        // Outside the lock, and after this scope released the dropped closures: a waiter told
-        // `.discarded` finds them gone. Both before `stopFinished` lets the loop (and so any
-        // stopper) finish.
-        Self.tell(toTell)
         stopFinished()
         // Nil when the loop never ran (it sees the stop when it starts) or has exited.
         engine?.signal()
@@ -68,44 +65,29 @@ extension ThreadCore {
         event?.waitForReply()
     }
 
-    /// The items of `entries` that have someone to tell (a waiter, a job to hand on), in order.
-    /// Told (`tell`) once `entries` is gone, so every closure dropped with them is released first.
-    /// Called only when some entry must be told: a million fire-and-forget closures are just freed
-    /// with their array.
-    private static func itemsToTell(in entries: borrowing [QueueEntry]) -> [WorkItem] {
-        var items: [WorkItem] = []
-        for index in entries.indices where entries[index].item.mustBeTold { items.append(entries[index].item) }
-        return items
-    }
-
-    /// Tells each dropped item's waiter `.discarded` (or hands a job on).
-    private static func tell(_ items: consuming [WorkItem]) {
-        for item in items { item.discard() }
+    /// Tells each dropped entry's waiter, if any has one (a million fire-and-forget closures are
+    /// just freed with the array), and releases them.
+    private static func discard(_ entries: consuming [QueueEntry], mustTell: Bool) {
+        if mustTell {
+            for entry in entries { entry.item.discard() }
+        }
     }
 
     /// Loop thread, after the last run: refuse everything, release everything, leave the loop clean.
     func finishExit(_ engine: RunLoopEngine) {
-        var toTell: [WorkItem] = []
-        let leftoverCount: Int
-        let attachments: [any LoopAttachment]
-        do {
-            let (leftovers, taken) = shared.withLock { state -> ((entries: [QueueEntry], mustTell: Bool), [any LoopAttachment]) in
-                state.lifecycle.loopExited()
-                state.engine = nil
-                let attachments = Array(state.attachments.values)
-                state.attachments = [:]
-                return (state.queue.removeAll(), attachments)
-            }
-            attachments = taken
-            leftoverCount = leftovers.entries.count
-            if leftovers.mustTell { toTell = Self.itemsToTell(in: leftovers.entries) }
+        let (leftovers, attachments) = shared.withLock { state -> ((entries: [QueueEntry], mustTell: Bool), [any LoopAttachment]) in
+            state.lifecycle.loopExited()
+            state.engine = nil
+            let attachments = Array(state.attachments.values)
+            state.attachments = [:]
+            return (state.queue.removeAll(), attachments)
         }
-        Self.tell(toTell) // after the leftovers' closures were released, as a stop does
+        Self.discard(leftovers.entries, mustTell: leftovers.mustTell)
         discardBatch()
         for attachment in attachments { attachment.cancel() }
         let (tasksRun, discarded) = shared.withLock { state in
             publishCounters(into: &state, ran: 0)
-            state.discarded += leftoverCount + discardedByLoop
+            state.discarded += leftovers.entries.count + discardedByLoop
             return (state.tasksRun, state.discarded)
         }
         // The descriptor sources' epoll instances close here; CF's thread-exit finaliser removes

@@ -437,7 +437,7 @@ extension ThreadCore: RunLoopEngineDelegate {
         }
     }
 
-    /// Discards everything in the batch, telling each waiter once every dropped closure is released.
+    /// Discards everything in the batch, telling each waiter.
     func discardBatch() {
         var dropped: [QueueEntry] = []
         swap(&dropped, &batch)
@@ -445,14 +445,10 @@ extension ThreadCore: RunLoopEngineDelegate {
         untakenInBatch = 0
         batchWaiting.store(0, ordering: .relaxed)
         batchOldestPostedAt.store(0, ordering: .relaxed)
-        var toTell: [WorkItem] = []
         for index in dropped.indices where !dropped[index].isTaken {
-            // A fire-and-forget closure is released here, before any waiter is told below.
-            let item = dropped[index].take()
-            if item.mustBeTold { toTell.append(item) }
+            dropped[index].take().discard()
             discardedByLoop += 1
         }
-        for item in toTell { item.discard() }
     }
 
     private func checkOwner() {
