@@ -265,6 +265,40 @@ void CLongThreadsShims_eventWaitForReply(CLongThreadsShims_Event *event) {
     sleepUntilSet(event, -1);
 }
 
+// MARK: A thread's end
+//
+// `stop` waits for the thread to end: after the stop reaches the loop, tens of microseconds of
+// its own work (CF's teardown, the thread's exit), which is about what a sleeping joiner's
+// wake-up costs on a VM. So the joiner spins first, under the reply spin's rules (a spare CPU,
+// three times recent wins, probes only while spins keep losing), with a longer budget and a
+// history of its own. `pthread_tryjoin_np` only reads the tid the kernel clears at the thread's
+// exit: no system call until it has ended.
+#define JOIN_SPIN_MIN_NANOSECONDS 20000
+#define JOIN_SPIN_MAX_NANOSECONDS 100000
+
+static __thread SpinHistory joins = { JOIN_SPIN_MIN_NANOSECONDS, WIN_SCALE, 0 };
+
+int CLongThreadsShims_joinThread(pthread_t thread) {
+    int64_t start = nowNanoseconds();
+    int64_t spinFor = spinBudget(&joins, start, JOIN_SPIN_MAX_NANOSECONDS);
+    if (spinFor > 0) {
+        if (spinFor < JOIN_SPIN_MIN_NANOSECONDS) spinFor = JOIN_SPIN_MIN_NANOSECONDS;
+        for (unsigned i = 1;; i++) {
+            if (i % 8 == 0) {
+                int rc = pthread_tryjoin_np(thread, NULL);
+                if (rc != EBUSY) {
+                    if (rc == 0) recordSpin(&joins, true, nowNanoseconds() - start);
+                    return rc;
+                }
+            }
+            if (i % 32 == 0 && nowNanoseconds() - start >= spinFor) break;
+            cpuRelax();
+        }
+        recordSpin(&joins, false, 0);
+    }
+    return pthread_join(thread, NULL);
+}
+
 // MARK: Linger
 //
 // The other half of a fast round trip. A loop thread that has just replied to a blocked caller

@@ -45,6 +45,9 @@ bool CLongThreadsShims_eventWait(CLongThreadsShims_Event *event, int64_t timeout
 /// spare CPU lets the signalling thread run meanwhile and recent waits were short, then sleeps.
 /// Acquire ordering.
 void CLongThreadsShims_eventWaitForReply(CLongThreadsShims_Event *event);
+/// pthread_join, spinning first (on `pthread_tryjoin_np`) while a spare CPU lets the thread end
+/// meanwhile and recent joins were short. Returns what the join returns.
+int CLongThreadsShims_joinThread(pthread_t thread);
 /// True when the event is set (acquire).
 bool CLongThreadsShims_eventIsSet(CLongThreadsShims_Event *event);
 

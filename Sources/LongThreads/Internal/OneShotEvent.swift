@@ -7,10 +7,11 @@ import CLongThreadsShims
 /// futex; a signal costs a system call only when someone sleeps (`CLongThreadsShims_Event`). Only
 /// `waitForReply()` spins first, and only while spinning can win (a spare CPU, short recent waits);
 /// the loop thread, having answered, lingers a few microseconds for the caller's next request
-/// (`ThreadCore.linger`), so back-to-back round trips find it awake. The start and stop waits sleep
-/// at once: a thread's start or end takes far longer than a futex wake-up, and spinning or
-/// yielding there handed CPU hogs whole time slices. Signal has release, wait acquire ordering, in
-/// C11 atomics that ThreadSanitizer understands.
+/// (`ThreadCore.linger`), so back-to-back round trips find it awake. The start wait sleeps at once:
+/// the new thread often starts on the creator's CPU, where a spinning creator only delays it.
+/// (`stop`'s wait for the thread's end is `pthread_join`, which spins first under the same rules:
+/// `CLongThreadsShims_joinThread`.) Never `sched_yield`: that handed CPU hogs whole time slices.
+/// Signal has release, wait acquire ordering, in C11 atomics that ThreadSanitizer understands.
 ///
 /// A handle to storage with a stable address (a `ManagedBuffer` element), so an event is one
 /// allocation (`sync` makes one per call); copies share the event.
