@@ -12,6 +12,9 @@ struct DescriptorExhaustionTests {
     @Test("with 0 to 5 descriptors free, starting a thread or using a new mode throws EMFILE; the process lives")
     func exhaustion() async throws {
         let result = try #require(await #expect(processExitsWith: .success, observing: [\.standardOutputContent]) {
+            // As a daemon's table often is, and as this child's can be (it inherits the test
+            // runner's descriptors): free slots scattered below descriptors in use.
+            DescriptorExhaustionTests.scatterFreeSlots()
             let outcomes = try DescriptorExhaustionTests.attempts()
             print(outcomes.joined(separator: "\n"))
             // With nothing free, every attempt is refused; every outcome is success or EMFILE.
@@ -24,14 +27,23 @@ struct DescriptorExhaustionTests {
         #expect(text.contains("exhaustion: ok"), "\(text)")
     }
 
+    /// In the child: opens 100 descriptors and closes 5 of the first 10 again, for good.
+    static func scatterFreeSlots() {
+        let opened = (0..<100).map { _ in open("/dev/null", O_RDONLY) }
+        for index in stride(from: 0, to: 10, by: 2) { close(opened[index]) }
+    }
+
     /// In the child: leaves 0 to 5 descriptors free and tries each way CF would need some.
     static func attempts() throws -> [String] {
         var original = rlimit()
         getrlimit(Int32(RLIMIT_NOFILE.rawValue), &original)
-        let probe = open("/dev/null", O_RDONLY)
-        close(probe)
+        // 64 slots above the highest descriptor open now. (Not above the lowest free one: with
+        // descriptors in use above it, the fill below got only the free slots under them, fewer
+        // than an attempt frees, and `removeLast` trapped: the SIGILL this test died of under load.)
+        let listed = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        let highest = listed.compactMap { Int32($0) }.max() ?? 2
         var lowered = original
-        lowered.rlim_cur = min(original.rlim_max, rlim_t(probe + 64))
+        lowered.rlim_cur = min(original.rlim_max, rlim_t(highest + 1 + 64))
         guard setrlimit(Int32(RLIMIT_NOFILE.rawValue), &lowered) == 0 else { return ["setrlimit failed"] }
         defer { setrlimit(Int32(RLIMIT_NOFILE.rawValue), &original) }
         let running = try LongThread(name: "lt-exhaust")
@@ -43,6 +55,7 @@ struct DescriptorExhaustionTests {
             if fd < 0 { break }
             filler.append(fd)
         }
+        guard filler.count >= 5 else { return ["only \(filler.count) descriptors to fill"] }
         var outcomes: [String] = []
         for free in 0...5 {
             let freed = filler.suffix(free)
