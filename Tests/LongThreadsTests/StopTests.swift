@@ -40,10 +40,12 @@ struct StopTests {
         try thread.perform { started.countDown(); gate.wait() }
         #expect(started.wait())
         weak var weakTracked: Tracked?
+        let trackedBox = WeakBox(nil)
         let ran = Counter()
         do {
             let tracked = Tracked()
             weakTracked = tracked
+            trackedBox.value = tracked
             for _ in 0..<100 { try thread.perform { _ = tracked; ran.increment() } }
         }
         let waiterResults = Recorder<String>()
@@ -51,14 +53,15 @@ struct StopTests {
         let syncWaiter = Thread {
             waitersQueued.countDown()
             do { try thread.sync { ran.increment() }; waiterResults.record("ran") } catch {
-                waiterResults.record("\(error)")
+                // Told only after the stop released every closure it dropped.
+                waiterResults.record(trackedBox.value == nil ? "\(error)" : "\(error) before the drops were released")
             }
         }
         syncWaiter.start()
         let asyncWaiter = Task {
             waitersQueued.countDown()
             do { try await thread.run { ran.increment() }; waiterResults.record("ran") } catch {
-                waiterResults.record("\(error)")
+                waiterResults.record(trackedBox.value == nil ? "\(error)" : "\(error) before the drops were released")
             }
         }
         #expect(await waitersQueued.value())
@@ -74,6 +77,36 @@ struct StopTests {
         #expect(ran.value == 0)
         let discarded = "\(LongThreadError.discarded)"
         #expect(waiterResults.events == [discarded, discarded])
+    }
+
+    @Test("a stop's delayed-work waiters are told only after the queue's drops were released")
+    func discardTellsTimersLast() async throws {
+        let thread = try LongThread(name: "lt-discard-timer")
+        let gate = Latch()
+        let started = Latch()
+        try thread.perform { started.countDown(); gate.wait() }
+        #expect(started.wait())
+        let trackedBox = WeakBox(nil)
+        do {
+            let tracked = Tracked()
+            trackedBox.value = tracked
+            for _ in 0..<1_000 { try thread.perform { _ = tracked } }
+        }
+        let delayed = Task { () -> String in
+            do {
+                try await thread.run(at: .now + .seconds(600)) {}
+                return "ran"
+            } catch {
+                return trackedBox.value == nil ? "\(error)" : "\(error) before the drops were released"
+            }
+        }
+        #expect(await eventually { thread.statistics.pendingTimers == 1 })
+        let stopper = Thread { thread.stop(waitUntilDone: true, pending: .discard) }
+        stopper.start()
+        let outcome = await delayed.value
+        gate.countDown()
+        #expect(thread.waitUntilExitBlocking(timeout: .seconds(10)))
+        #expect(outcome == "\(LongThreadError.discarded)")
     }
 
     @Test("a discard request cuts a draining stop short")

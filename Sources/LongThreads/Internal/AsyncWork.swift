@@ -60,7 +60,9 @@ final class AsyncWork<T: Sendable>: WaitingWork, @unchecked Sendable {
     }
 
     func discard() {
-        claim()?.continuation.resume(throwing: LongThreadError.discarded)
+        // The claimed closure is released with this statement, before the awaiting task resumes.
+        guard let continuation = claim()?.continuation else { return }
+        continuation.resume(throwing: LongThreadError.discarded)
     }
 
     private func claim() -> (continuation: CheckedContinuation<T, any Error>, work: @Sendable () throws -> T)? {

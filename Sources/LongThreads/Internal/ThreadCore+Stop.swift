@@ -11,6 +11,8 @@ extension ThreadCore {
     func requestStop(_ pending: LongThread.PendingWork) {
         typealias Taken = (engine: RunLoopEngine?, dropped: [QueueEntry], mustTell: Bool, timers: [LongThreadTimer])
         let engine: RunLoopEngine?
+        var toTell: [WorkItem] = []
+        let timers: [LongThreadTimer]
         do {
             let taken = shared.withLock { state -> Taken? in
                 let action = state.lifecycle.stopRequested(pending)
@@ -27,14 +29,17 @@ extension ThreadCore {
                 state.discarded += dropped.count
                 return (state.engine, dropped, mustTell, timers)
             }
-            guard let (takenEngine, dropped, mustTell, timers) = taken else { return }
+            guard let (takenEngine, dropped, mustTell, takenTimers) = taken else { return }
             engine = takenEngine
+            timers = takenTimers
             instrument?.record(.stopRequested(name: name, pending: pending))
-            // Outside the lock: waiters wake up here, and the closures are released when this
-            // scope ends, before `stopFinished` lets the loop (and so any stopper) finish.
-            Self.discard(dropped, mustTell: mustTell)
-            for timer in timers { timer.cancel() }
+            if mustTell { toTell = Self.itemsToTell(in: dropped) }
         }
+        // Outside the lock, and after this scope released the dropped closures: a waiter told
+        // `.discarded` (here, or by a cancelled timer) finds them gone. Both before `stopFinished`
+        // lets the loop (and so any stopper) finish.
+        Self.tell(toTell)
+        for timer in timers { timer.cancel() }
         stopFinished()
         // Nil when the loop never ran (it sees the stop when it starts) or has exited.
         engine?.signal()
@@ -66,29 +71,44 @@ extension ThreadCore {
         event?.waitForReply()
     }
 
-    /// Tells each dropped entry's waiter, if any has one (a million fire-and-forget closures are
-    /// just freed with the array), and releases them.
-    private static func discard(_ entries: consuming [QueueEntry], mustTell: Bool) {
-        if mustTell {
-            for entry in entries { entry.item.discard() }
-        }
+    /// The items of `entries` that have someone to tell (a waiter, a job to hand on), in order.
+    /// Told (`tell`) once `entries` is gone, so every closure dropped with them is released first.
+    /// Called only when some entry must be told: a million fire-and-forget closures are just freed
+    /// with their array.
+    private static func itemsToTell(in entries: borrowing [QueueEntry]) -> [WorkItem] {
+        var items: [WorkItem] = []
+        for index in entries.indices where entries[index].item.mustBeTold { items.append(entries[index].item) }
+        return items
+    }
+
+    /// Tells each dropped item's waiter `.discarded` (or hands a job on).
+    private static func tell(_ items: consuming [WorkItem]) {
+        for item in items { item.discard() }
     }
 
     /// Loop thread, after the last run: refuse everything, release everything, leave the loop clean.
     func finishExit(_ engine: RunLoopEngine) {
-        let (leftovers, attachments) = shared.withLock { state -> ((entries: [QueueEntry], mustTell: Bool), [any LoopAttachment]) in
-            state.lifecycle.loopExited()
-            state.engine = nil
-            let attachments = Array(state.attachments.values)
-            state.attachments = [:]
-            return (state.queue.removeAll(), attachments)
+        var toTell: [WorkItem] = []
+        let leftoverCount: Int
+        let attachments: [any LoopAttachment]
+        do {
+            let (leftovers, taken) = shared.withLock { state -> ((entries: [QueueEntry], mustTell: Bool), [any LoopAttachment]) in
+                state.lifecycle.loopExited()
+                state.engine = nil
+                let attachments = Array(state.attachments.values)
+                state.attachments = [:]
+                return (state.queue.removeAll(), attachments)
+            }
+            attachments = taken
+            leftoverCount = leftovers.entries.count
+            if leftovers.mustTell { toTell = Self.itemsToTell(in: leftovers.entries) }
         }
-        Self.discard(leftovers.entries, mustTell: leftovers.mustTell)
+        Self.tell(toTell) // after the leftovers' closures were released, as a stop does
         discardBatch()
         for attachment in attachments { attachment.cancel() }
         let (tasksRun, discarded) = shared.withLock { state in
             publishCounters(into: &state, ran: 0)
-            state.discarded += leftovers.entries.count + discardedByLoop
+            state.discarded += leftoverCount + discardedByLoop
             return (state.tasksRun, state.discarded)
         }
         // The descriptor sources' epoll instances close here; CF's thread-exit finaliser removes

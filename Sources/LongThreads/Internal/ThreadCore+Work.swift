@@ -217,9 +217,12 @@ extension ThreadCore: RunLoopEngineDelegate {
             return state.queue.takeUrgent()
         }
         var ran = 0
+        var toTell: [WorkItem] = []
+        defer { for item in toTell { item.discard() } } // once the dropped closures are released
         for index in urgent.indices {
             if discardRequested {
-                urgent[index].take().discard()
+                let item = urgent[index].take()
+                if item.mustBeTold { toTell.append(item) }
                 discardedByLoop += 1
             } else {
                 let postedAt = urgent[index].postedAt
@@ -437,7 +440,7 @@ extension ThreadCore: RunLoopEngineDelegate {
         }
     }
 
-    /// Discards everything in the batch, telling each waiter.
+    /// Discards everything in the batch, telling each waiter once every dropped closure is released.
     func discardBatch() {
         var dropped: [QueueEntry] = []
         swap(&dropped, &batch)
@@ -445,10 +448,14 @@ extension ThreadCore: RunLoopEngineDelegate {
         untakenInBatch = 0
         batchWaiting.store(0, ordering: .relaxed)
         batchOldestPostedAt.store(0, ordering: .relaxed)
+        var toTell: [WorkItem] = []
         for index in dropped.indices where !dropped[index].isTaken {
-            dropped[index].take().discard()
+            // A fire-and-forget closure is released here, before any waiter is told below.
+            let item = dropped[index].take()
+            if item.mustBeTold { toTell.append(item) }
             discardedByLoop += 1
         }
+        for item in toTell { item.discard() }
     }
 
     private func checkOwner() {
