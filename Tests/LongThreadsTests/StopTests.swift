@@ -36,9 +36,7 @@ struct StopTests {
     func discard() async throws {
         let thread = try LongThread(name: "lt-discard")
         let gate = Latch()
-        let started = Latch()
-        try thread.perform { started.countDown(); gate.wait() }
-        #expect(started.wait())
+        try thread.occupy(until: gate)
         weak var weakTracked: Tracked?
         let trackedBox = WeakBox(nil)
         let ran = Counter()
@@ -83,9 +81,7 @@ struct StopTests {
     func discardTellsTimersLast() async throws {
         let thread = try LongThread(name: "lt-discard-timer")
         let gate = Latch()
-        let started = Latch()
-        try thread.perform { started.countDown(); gate.wait() }
-        #expect(started.wait())
+        try thread.occupy(until: gate)
         let trackedBox = WeakBox(nil)
         do {
             let tracked = Tracked()
