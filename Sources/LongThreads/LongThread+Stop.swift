@@ -4,11 +4,14 @@ extension LongThread {
     ///
     /// - Order: with `.drain`, every item accepted before the stop runs first, in order (items for
     ///   other modes run in those modes); with `.discard`, the item running now completes and every
-    ///   other is released unrun, its waiter told ``LongThreadError/discarded``.
+    ///   other is released unrun, its waiter told ``LongThreadError/discarded`` only once the
+    ///   closures the stop dropped from the queue are released (a waiter's own closure too).
     /// - Cut-off: the stop begins when this is called; from then on every post throws
     ///   ``LongThreadError/stopped``, also from the thread's own tasks while it drains.
     /// - Blocks: with `waitUntilDone` (the default), until the loop has exited, the pthread has
     ///   ended and been joined, and the run loop, its sources and every queued closure are released.
+    ///   The join spins first, at most 100 µs, while a CPU is spare (the thread's last steps take
+    ///   about what waking a sleeper costs); otherwise, and after that, it sleeps.
     /// - Called on this thread (from a task): requests the stop and returns at once, whatever
     ///   `waitUntilDone` says; the thread ends after the current task. A later `stop()` or `deinit`
     ///   elsewhere joins it.
