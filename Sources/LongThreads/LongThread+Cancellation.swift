@@ -40,6 +40,9 @@ extension LongThread {
         private let group: WorkGroup?
         /// Set once the work ended, for a caller waiting with a timeout.
         private let done: OneShotEvent?
+        /// Released by a discarding stop (`releaseWork`), not told yet. Only the discarding thread
+        /// touches it, between its `releaseWork()` and `discard()` calls.
+        private var releasedUntold = false
 
         init(_ work: @escaping @Sendable () -> Void, label: String?, group: WorkGroup?, waitable: Bool) {
             self.phase = Locked(.waiting(work))
@@ -84,7 +87,16 @@ extension LongThread {
         }
 
         func discard() {
-            _ = end(as: .discarded)
+            if releasedUntold {
+                releasedUntold = false
+                ended()
+            } else {
+                _ = end(as: .discarded)
+            }
+        }
+
+        func releaseWork() {
+            releasedUntold = release(as: .discarded)
         }
 
         /// Joins its group and queues itself on `core`, waiting for room if the thread's queue
@@ -114,14 +126,19 @@ extension LongThread {
 
         /// Ends the work unrun if it is still waiting; returns whether it did.
         private func end(as state: State) -> Bool {
+            guard release(as: state) else { return false }
+            ended()
+            return true
+        }
+
+        /// Ends the work unrun if it is still waiting, telling nobody yet; returns whether it did.
+        private func release(as state: State) -> Bool {
             let work = phase.withLock { phase -> (@Sendable () -> Void)? in
                 guard case .waiting(let work) = phase else { return nil }
                 phase = .ended(state)
                 return work
             }
-            guard work != nil else { return false }
-            ended()
-            return true // the closure's last reference goes here, outside the lock
+            return work != nil // the closure's last reference goes here, outside the lock
         }
 
         private func ended() {

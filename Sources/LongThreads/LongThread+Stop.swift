@@ -4,8 +4,8 @@ extension LongThread {
     ///
     /// - Order: with `.drain`, every item accepted before the stop runs first, in order (items for
     ///   other modes run in those modes); with `.discard`, the item running now completes and every
-    ///   other is released unrun, its waiter told ``LongThreadError/discarded`` only once the
-    ///   closures the stop dropped from the queue are released (a waiter's own closure too).
+    ///   other is released unrun, its waiter told ``LongThreadError/discarded`` only once every
+    ///   closure the stop dropped (queued, delayed or in a timer) is released.
     /// - Cut-off: the stop begins when this is called; from then on every post throws
     ///   ``LongThreadError/stopped``, also from the thread's own tasks while it drains.
     /// - Blocks: with `waitUntilDone` (the default), until the loop has exited, the pthread has

@@ -64,10 +64,18 @@ public final class LongThreadTimer: @unchecked Sendable {
     /// running completes. Idempotent.
     /// - Callable from: any thread, including the timer's own callback.
     public func cancel() {
+        cancelReleasingWork()?.discard()
+    }
+
+    /// `cancel()`, except that a one-shot timer's waiter is not told yet: its closure is released
+    /// and the item returned, to be told (`discard()`) once a stop has released all it drops.
+    func cancelReleasingWork() -> WorkItem? {
         let work = end()
         item.withLock { $0 }?.invalidate()
         core?.timerEnded(self)
-        if case .once(let item) = work { item.discard() }
+        guard case .once(let item) = work else { return nil }
+        item.releaseWork()
+        return item
     }
 
     /// Loop thread: the CF timer fired.

@@ -34,9 +34,7 @@ struct StopTests {
 
     @Test("stop(pending: .discard) drops queued work, tells every waiter, and releases the closures")
     func discard() async throws {
-        let thread = try LongThread(name: "lt-discard")
-        let gate = Latch()
-        try thread.occupy(until: gate)
+        let (thread, gate) = try occupiedThread(named: "lt-discard")
         weak var weakTracked: Tracked?
         let trackedBox = WeakBox(nil)
         let ran = Counter()
@@ -79,9 +77,7 @@ struct StopTests {
 
     @Test("a stop's delayed-work waiters are told only after the queue's drops were released")
     func discardTellsTimersLast() async throws {
-        let thread = try LongThread(name: "lt-discard-timer")
-        let gate = Latch()
-        try thread.occupy(until: gate)
+        let (thread, gate) = try occupiedThread(named: "lt-discard-timer")
         let trackedBox = WeakBox(nil)
         do {
             let tracked = Tracked()
@@ -103,6 +99,36 @@ struct StopTests {
         gate.countDown()
         #expect(thread.waitUntilExitBlocking(timeout: .seconds(10)))
         #expect(outcome == "\(LongThreadError.discarded)")
+    }
+
+    @Test("a waiter told by a discarding stop finds the closures of work queued after it released too")
+    func discardReleasesBeforeTellingAnyWaiter() async throws {
+        let (thread, gate) = try occupiedThread(named: "lt-discard-waiters")
+        let trackedBox = WeakBox(nil)
+        let outcome = Recorder<String>()
+        let waiter = Thread {
+            do { try thread.sync {}; outcome.record("ran") } catch {
+                outcome.record(trackedBox.value == nil ? "\(error)" : "\(error) while a dropped closure lived")
+            }
+        }
+        waiter.start()
+        #expect(await eventually { thread.statistics.pending == 1 })
+        // Behind the waiter: submitted work, which only the queue holds (a `submit` caller keeps
+        // just the handle), each with someone who may be told (`QueuedWork`).
+        var handles: [LongThread.QueuedWork] = []
+        do {
+            let tracked = Tracked()
+            trackedBox.value = tracked
+            for _ in 0..<5_000 { handles.append(try thread.submit { _ = tracked }) }
+        }
+        #expect(await eventually { thread.statistics.pending == 5_001 })
+        let stopper = Thread { thread.stop(waitUntilDone: true, pending: .discard) }
+        stopper.start()
+        #expect(await eventually { outcome.count == 1 })
+        gate.countDown()
+        #expect(thread.waitUntilExitBlocking(timeout: .seconds(10)))
+        #expect(outcome.events == ["\(LongThreadError.discarded)"])
+        #expect(handles.allSatisfy { $0.state == .discarded })
     }
 
     @Test("a discard request cuts a draining stop short")
@@ -213,5 +239,13 @@ struct StopTests {
         try thread.sync {}
         thread.stop(pending: .drain)
         #expect(log.events == ["default", "tracking: tracking"])
+    }
+
+    /// A new thread, busy with an item that waits for the returned gate.
+    private func occupiedThread(named name: String) throws -> (LongThread, Latch) {
+        let thread = try LongThread(name: name)
+        let gate = Latch()
+        try thread.occupy(until: gate)
+        return (thread, gate)
     }
 }

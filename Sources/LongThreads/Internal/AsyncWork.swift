@@ -7,6 +7,8 @@ final class AsyncWork<T: Sendable>: WaitingWork, @unchecked Sendable {
     private enum Phase {
         case created(@Sendable () throws -> T, cancelled: Bool)
         case queued(CheckedContinuation<T, any Error>, @Sendable () throws -> T)
+        /// Discarded, its closure released (`releaseWork`), its task not told yet.
+        case released(CheckedContinuation<T, any Error>)
         case finished
     }
 
@@ -44,7 +46,7 @@ final class AsyncWork<T: Sendable>: WaitingWork, @unchecked Sendable {
             case .created(let work, _):
                 phase = .created(work, cancelled: true)
                 return nil
-            case .queued(let continuation, _):
+            case .queued(let continuation, _), .released(let continuation):
                 phase = .finished
                 return continuation
             case .finished:
@@ -60,9 +62,23 @@ final class AsyncWork<T: Sendable>: WaitingWork, @unchecked Sendable {
     }
 
     func discard() {
-        // The claimed closure is released with this statement, before the awaiting task resumes.
-        guard let continuation = claim()?.continuation else { return }
-        continuation.resume(throwing: LongThreadError.discarded)
+        let continuation = phase.withLock { phase -> CheckedContinuation<T, any Error>? in
+            switch phase {
+            case .queued(let continuation, _), .released(let continuation):
+                phase = .finished
+                return continuation
+            case .created, .finished:
+                return nil
+            }
+        }
+        // The closure was released with the phase, under the lock: before the task resumes.
+        continuation?.resume(throwing: LongThreadError.discarded)
+    }
+
+    func releaseWork() {
+        phase.withLock { phase in
+            if case .queued(let continuation, _) = phase { phase = .released(continuation) }
+        }
     }
 
     private func claim() -> (continuation: CheckedContinuation<T, any Error>, work: @Sendable () throws -> T)? {

@@ -30,6 +30,10 @@ final class BlockingWork: WaitingWork, @unchecked Sendable {
         done.signal()
     }
 
+    func releaseWork() {
+        work = nil
+    }
+
     /// Drops the work when it was never queued (the enqueue threw). Caller's thread.
     func abandon() {
         work = nil

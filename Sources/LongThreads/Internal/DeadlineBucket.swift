@@ -18,6 +18,9 @@ final class DeadlineBucket: WaitingWork, @unchecked Sendable {
     private let key: DeadlineKey
     // Guarded by the core's lock (`ThreadCore.shared`).
     private var items: [any WaitingWork]
+    /// Taken and released by a discarding stop (`releaseWork`), not told yet. Only the discarding
+    /// thread touches it, between its `releaseWork()` and `discard()` calls.
+    private var released: [any WaitingWork] = []
 
     var label: String? { nil }
 
@@ -32,18 +35,40 @@ final class DeadlineBucket: WaitingWork, @unchecked Sendable {
         items.append(item)
     }
 
-    /// Loop thread, from the timer's callout: runs the items in order.
+    /// Loop thread, from the timer's callout: runs the items in order. A discarding stop that
+    /// begins meanwhile drops the rest: all released first, then each told.
     func run() {
         guard let core else { return }
-        for item in take(from: core) {
-            if core.discardRequested { item.discard() } else { item.run() }
+        let items = take(from: core)
+        for (index, item) in items.enumerated() {
+            if core.discardRequested {
+                Self.releaseThenTell(items[index...])
+                return
+            }
+            item.run()
         }
     }
 
-    /// A stop cancelled the timer: tells each item.
+    /// A stop cancelled the timer: releases every item's closure, then tells each.
     func discard() {
+        var items = released
+        released = []
+        if let core { items += take(from: core) }
+        Self.releaseThenTell(items[...])
+    }
+
+    /// Before `discard()`, for a stop that drops more than this bucket: releases every item's
+    /// closure now, telling nobody yet.
+    func releaseWork() {
         guard let core else { return }
-        for item in take(from: core) { item.discard() }
+        let items = take(from: core)
+        for item in items { item.releaseWork() }
+        released += items
+    }
+
+    private static func releaseThenTell(_ items: ArraySlice<any WaitingWork>) {
+        for item in items { item.releaseWork() }
+        for item in items { item.discard() }
     }
 
     private func take(from core: ThreadCore) -> [any WaitingWork] {

@@ -35,11 +35,12 @@ extension ThreadCore {
             instrument?.record(.stopRequested(name: name, pending: pending))
             if mustTell { toTell = Self.itemsToTell(in: dropped) }
         }
-        // Outside the lock, and after this scope released the dropped closures: a waiter told
-        // `.discarded` (here, or by a cancelled timer) finds them gone. Both before `stopFinished`
-        // lets the loop (and so any stopper) finish.
+        // Outside the lock, and after this scope released the dropped closures: the waiters' own
+        // closures and the timers' go too, then each waiter is told `.discarded` and finds every
+        // closure the stop dropped gone. Both before `stopFinished` lets the loop (and so any
+        // stopper) finish.
+        toTell += timers.compactMap { $0.cancelReleasingWork() }
         Self.tell(toTell)
-        for timer in timers { timer.cancel() }
         stopFinished()
         // Nil when the loop never ran (it sees the stop when it starts) or has exited.
         engine?.signal()
@@ -81,8 +82,10 @@ extension ThreadCore {
         return items
     }
 
-    /// Tells each dropped item's waiter `.discarded` (or hands a job on).
-    private static func tell(_ items: consuming [WorkItem]) {
+    /// Releases each dropped item's closure, then tells its waiter `.discarded` (or hands a job on):
+    /// no waiter is told while another's closure lives.
+    static func tell(_ items: [WorkItem]) {
+        for item in items { item.releaseWork() }
         for item in items { item.discard() }
     }
 

@@ -218,7 +218,7 @@ extension ThreadCore: RunLoopEngineDelegate {
         }
         var ran = 0
         var toTell: [WorkItem] = []
-        defer { for item in toTell { item.discard() } } // once the dropped closures are released
+        defer { Self.tell(toTell) } // once the dropped closures are released
         for index in urgent.indices {
             if discardRequested {
                 let item = urgent[index].take()
@@ -455,7 +455,7 @@ extension ThreadCore: RunLoopEngineDelegate {
             if item.mustBeTold { toTell.append(item) }
             discardedByLoop += 1
         }
-        for item in toTell { item.discard() }
+        Self.tell(toTell)
     }
 
     private func checkOwner() {

@@ -61,6 +61,11 @@ enum WorkItem {
         return false
     }
 
+    /// Before `discard()`: releases a waiter's closure without telling it yet (`WaitingWork`).
+    func releaseWork() {
+        if case .waiting(let work) = self { work.releaseWork() }
+    }
+
     /// Tells the waiter `LongThreadError.discarded`; the closure is released with the item.
     /// A job has nobody to tell and must run exactly once, so it is handed to the thread's
     /// successor instead (`OrphanedJobs`), which runs it after the thread has ended.
@@ -114,4 +119,7 @@ protocol WaitingWork: AnyObject, Sendable {
     func run()
     /// Any thread. Reports ``LongThreadError/discarded`` and releases the work unrun.
     func discard()
+    /// Any thread, the one that then calls `discard()`: releases the work's closure unrun without
+    /// telling its waiter yet, so a stop can release every closure it drops before it tells anyone.
+    func releaseWork()
 }
