@@ -96,7 +96,8 @@ extension LongThread {
         }
 
         func releaseWork() {
-            releasedUntold = release(as: .discarded)
+            // Idempotent: a bucket's stop may release an item twice before it tells it once.
+            if release(as: .discarded) { releasedUntold = true }
         }
 
         /// Joins its group and queues itself on `core`, waiting for room if the thread's queue
