@@ -246,22 +246,32 @@ static void recordSpin(SpinHistory *history, bool won, int64_t waitedNanoseconds
     if (won) history->average += (waitedNanoseconds - history->average) / 8;
 }
 
+/// Spins until `done(context)` holds (looked at every `lookEvery` pauses) or `budget` ns since
+/// `start` have passed, and records which in `history`. Returns whether `done` came true.
+static inline bool spinUntil(SpinHistory *history, int64_t start, int64_t budget, unsigned lookEvery,
+                             bool (*done)(void *), void *context) {
+    for (unsigned i = 1;; i++) {
+        if (i % lookEvery == 0 && done(context)) {
+            recordSpin(history, true, nowNanoseconds() - start);
+            return true;
+        }
+        // The clock every 32 pauses: a pause is 10-140 cycles depending on the CPU.
+        if (i % 32 == 0 && nowNanoseconds() - start >= budget) break;
+        cpuRelax();
+    }
+    recordSpin(history, false, 0);
+    return false;
+}
+
+static bool eventIsSet(void *event) {
+    return __atomic_load_n(&((CLongThreadsShims_Event *)event)->state, __ATOMIC_ACQUIRE) == SET;
+}
+
 void CLongThreadsShims_eventWaitForReply(CLongThreadsShims_Event *event) {
-    if (__atomic_load_n(&event->state, __ATOMIC_ACQUIRE) == SET) return;
+    if (eventIsSet(event)) return;
     int64_t start = nowNanoseconds();
     int64_t spinFor = spinBudget(&replies, start, SPIN_MAX_NANOSECONDS);
-    if (spinFor > 0) {
-        for (unsigned i = 1;; i++) {
-            if (__atomic_load_n(&event->state, __ATOMIC_ACQUIRE) == SET) {
-                recordSpin(&replies, true, nowNanoseconds() - start);
-                return;
-            }
-            // The clock every 32 pauses: a pause is 10-140 cycles depending on the CPU.
-            if (i % 32 == 0 && nowNanoseconds() - start >= spinFor) break;
-            cpuRelax();
-        }
-        recordSpin(&replies, false, 0);
-    }
+    if (spinFor > 0 && spinUntil(&replies, start, spinFor, 1, eventIsSet, event)) return;
     sleepUntilSet(event, -1);
 }
 
@@ -278,23 +288,24 @@ void CLongThreadsShims_eventWaitForReply(CLongThreadsShims_Event *event) {
 
 static __thread SpinHistory joins = { JOIN_SPIN_MIN_NANOSECONDS, WIN_SCALE, 0 };
 
+typedef struct {
+    pthread_t thread;
+    int result;
+} JoinAttempt;
+
+static bool threadJoined(void *attempt) {
+    JoinAttempt *join = attempt;
+    join->result = pthread_tryjoin_np(join->thread, NULL);
+    return join->result != EBUSY;
+}
+
 int CLongThreadsShims_joinThread(pthread_t thread) {
     int64_t start = nowNanoseconds();
     int64_t spinFor = spinBudget(&joins, start, JOIN_SPIN_MAX_NANOSECONDS);
     if (spinFor > 0) {
         if (spinFor < JOIN_SPIN_MIN_NANOSECONDS) spinFor = JOIN_SPIN_MIN_NANOSECONDS;
-        for (unsigned i = 1;; i++) {
-            if (i % 8 == 0) {
-                int rc = pthread_tryjoin_np(thread, NULL);
-                if (rc != EBUSY) {
-                    if (rc == 0) recordSpin(&joins, true, nowNanoseconds() - start);
-                    return rc;
-                }
-            }
-            if (i % 32 == 0 && nowNanoseconds() - start >= spinFor) break;
-            cpuRelax();
-        }
-        recordSpin(&joins, false, 0);
+        JoinAttempt attempt = { thread, EBUSY };
+        if (spinUntil(&joins, start, spinFor, 8, threadJoined, &attempt)) return attempt.result;
     }
     return pthread_join(thread, NULL);
 }

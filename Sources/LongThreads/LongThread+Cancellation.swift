@@ -96,7 +96,8 @@ extension LongThread {
         }
 
         func releaseWork() {
-            // Idempotent: a bucket's stop may release an item twice before it tells it once.
+            // Never unsets the flag: a second release (which finds the work ended) must not lose
+            // the tell that the first one owes.
             if release(as: .discarded) { releasedUntold = true }
         }
 

@@ -64,17 +64,16 @@ public final class LongThreadTimer: @unchecked Sendable {
     /// running completes. Idempotent.
     /// - Callable from: any thread, including the timer's own callback.
     public func cancel() {
-        cancelReleasingWork()?.discard()
+        cancelReturningWork()?.discard()
     }
 
-    /// `cancel()`, except that a one-shot timer's waiter is not told yet: its closure is released
-    /// and the item returned, to be told (`discard()`) once a stop has released all it drops.
-    func cancelReleasingWork() -> WorkItem? {
+    /// `cancel()`, except that a one-shot timer's work is returned instead of discarded: a stop
+    /// releases it with everything else it drops, then tells its waiter (`ThreadCore.tell`).
+    func cancelReturningWork() -> WorkItem? {
         let work = end()
         item.withLock { $0 }?.invalidate()
         core?.timerEnded(self)
         guard case .once(let item) = work else { return nil }
-        item.releaseWork()
         return item
     }
 

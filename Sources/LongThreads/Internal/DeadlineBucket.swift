@@ -49,12 +49,14 @@ final class DeadlineBucket: WaitingWork, @unchecked Sendable {
         }
     }
 
-    /// A stop cancelled the timer: releases every item's closure, then tells each.
+    /// A stop cancelled the timer: releases every item's closure (those `releaseWork` took
+    /// already are), then tells each.
     func discard() {
-        var items = released
+        let fresh = core.map(take(from:)) ?? []
+        for item in fresh { item.releaseWork() }
+        let items = released + fresh
         released = []
-        if let core { items += take(from: core) }
-        Self.releaseThenTell(items[...])
+        for item in items { item.discard() }
     }
 
     /// Before `discard()`, for a stop that drops more than this bucket: releases every item's

@@ -39,7 +39,7 @@ extension ThreadCore {
         // closures and the timers' go too, then each waiter is told `.discarded` and finds every
         // closure the stop dropped gone. Both before `stopFinished` lets the loop (and so any
         // stopper) finish.
-        toTell += timers.compactMap { $0.cancelReleasingWork() }
+        toTell += timers.compactMap { $0.cancelReturningWork() }
         Self.tell(toTell)
         stopFinished()
         // Nil when the loop never ran (it sees the stop when it starts) or has exited.
