@@ -28,4 +28,16 @@ struct DescriptorHeadroomTests {
             #expect(fcntl(fd, F_GETFD) >= 0, "descriptor \(fd) was closed by the thread's start")
         }
     }
+
+    @Test("with standard input closed, a thread still starts (the probe falls back to an eventfd)")
+    func probeWithoutStandardInput() async {
+        // In a child: closing descriptor 0 would disturb every other test of this process.
+        await #expect(processExitsWith: .success) {
+            close(0)
+            if fcntl(0, F_GETFD) >= 0 { exit(3) }
+            let thread = try LongThread(name: "lt-no-stdin")
+            guard try await thread.run({ 1 }) == 1 else { exit(1) }
+            thread.stop()
+        }
+    }
 }
