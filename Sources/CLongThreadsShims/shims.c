@@ -231,6 +231,16 @@ static void sampleLoad(int64_t now) {
     loadSampledAt = now;
 }
 
+CLongThreadsShims_LoadSample CLongThreadsShims_currentLoadSample(void) {
+    return (CLongThreadsShims_LoadSample){ loadSampledAt, spareCPU };
+}
+
+void CLongThreadsShims_adoptLoadSample(CLongThreadsShims_LoadSample sample) {
+    if (sample.sampledAt <= loadSampledAt) return;
+    loadSampledAt = sample.sampledAt;
+    spareCPU = sample.spareCPU;
+}
+
 /// How long to spin now, given what this kind of spin learnt: 0 when spinning cannot help.
 static int64_t spinBudget(SpinHistory *history, int64_t now, int64_t most) {
     if (now - loadSampledAt >= LOAD_SAMPLE_NANOSECONDS) sampleLoad(now);

@@ -44,7 +44,10 @@ extension LongThread {
         /// Benchmarks). Its share of the CPU stays the same; a long task it runs is preempted
         /// more often when others want the CPU. Set only for `SCHED_OTHER` threads
         /// (``LongThread/SchedulingPolicy/inherited`` from such a thread, or ``LongThread/SchedulingPolicy/other(nice:)``),
-        /// on the thread itself when it starts; older kernels ignore it, and a refusal is ignored.
+        /// on the thread itself, by its first callout (task, timer or descriptor handler) once the
+        /// thread has lived 1 ms: a thread that ends sooner does not pay the two system calls
+        /// (~4 µs with CPU hogs beside it), and gains nothing from a slice meant for wake-ups over
+        /// a long life. Older kernels ignore it, and a refusal is ignored.
         public var schedulerSlice: Duration?
         /// Receives the thread's lifecycle, drain and stall events (logs, metrics); nil costs nothing.
         public var instrument: (any LongThreadInstrument)?

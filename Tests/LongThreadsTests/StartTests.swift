@@ -65,7 +65,7 @@ struct StartTests {
         #expect(threadNice == callerNice + 5 || threadNice == 19)
     }
 
-    @Test("the thread asks for a 100 µs scheduler slice by default, keeping its nice value; nil keeps the kernel's")
+    @Test("past its first millisecond the thread asks for a 100 µs scheduler slice by default, keeping its nice value; nil keeps the kernel's")
     func schedulerSlice() throws {
         // Kernels before 6.12 keep no per-thread slice: nothing to see there. (0 asks this thread
         // for the kernel's default, which sched_getattr then reports.)
@@ -74,9 +74,13 @@ struct StartTests {
         guard kernelDefault != 0 else { return }
         let plain = try LongThread(name: "lt-slice")
         defer { plain.stop() }
-        #expect(try plain.sync { CLongThreadsShims_currentThreadSlice() } == 100_000)
         let nice = try LongThread(name: "lt-slice-nice", options: .init(schedulingPolicy: .other(nice: 5), schedulerSlice: .microseconds(500)))
         defer { nice.stop() }
+        // The slice is requested by the first callout once a thread has lived 1 ms (a condition
+        // on the clock, not a hope: both threads started before this point).
+        let started = ContinuousClock.now
+        while ContinuousClock.now < started + .milliseconds(1) { usleep(100) }
+        #expect(try plain.sync { CLongThreadsShims_currentThreadSlice() } == 100_000)
         #expect(try nice.sync { CLongThreadsShims_currentThreadSlice() } == 500_000)
         let tid = try nice.kernelThreadID()
         let callerNice = getpriority(__priority_which_t(PRIO_PROCESS.rawValue), id_t(ProcessCensus.currentThreadID))
@@ -84,9 +88,11 @@ struct StartTests {
         #expect(threadNice == callerNice + 5 || threadNice == 19)
         let kernels = try LongThread(name: "lt-slice-nil", options: .init(schedulerSlice: nil))
         defer { kernels.stop() }
-        #expect(try kernels.sync { CLongThreadsShims_currentThreadSlice() } == kernelDefault)
         let batch = try LongThread(name: "lt-slice-batch", options: .init(schedulingPolicy: .batch))
         defer { batch.stop() }
+        let later = ContinuousClock.now
+        while ContinuousClock.now < later + .milliseconds(1) { usleep(100) }
+        #expect(try kernels.sync { CLongThreadsShims_currentThreadSlice() } == kernelDefault)
         #expect(try batch.sync { CLongThreadsShims_currentThreadSlice() } == kernelDefault)
     }
 

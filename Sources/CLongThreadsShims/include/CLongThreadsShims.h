@@ -63,6 +63,18 @@ void CLongThreadsShims_setLingerOverride(int64_t nanoseconds);
 void CLongThreadsShims_lingerWon(int64_t waitedNanoseconds);
 /// After a linger that found no work: the next request came `lateNanoseconds` after it began.
 void CLongThreadsShims_lingerRecordLate(int64_t lateNanoseconds);
+/// The calling thread's last sample of whether a CPU is spare (the spins' and the linger's
+/// signal), and when it was taken.
+typedef struct {
+    int64_t sampledAt;
+    bool spareCPU;
+} CLongThreadsShims_LoadSample;
+/// The calling thread's sample, for a thread it creates (`CLongThreadsShims_adoptLoadSample`).
+CLongThreadsShims_LoadSample CLongThreadsShims_currentLoadSample(void);
+/// A new thread takes its creator's sample when it is newer than its own: it then spares its first
+/// linger a `sched_getaffinity` (and maybe a /proc read). Sound only for a thread that runs on its
+/// creator's CPUs (pthread_create's default: the affinity is inherited).
+void CLongThreadsShims_adoptLoadSample(CLongThreadsShims_LoadSample sample);
 /// `count` spin-wait hints to the CPU (`pause`): a few nanoseconds each, the sibling hyperthread runs.
 void CLongThreadsShims_relax(unsigned count);
 

@@ -96,6 +96,12 @@ final class ThreadCore: @unchecked Sendable {
     /// tells how late the caller came back (`linger`).
     @exclusivity(unchecked) var lingerMissedAt: UInt64 = 0
     var announcedReady = false
+    /// When the first callout may request `Options.schedulerSlice` (monotonic ns); `.max` once
+    /// requested, or when there is none to request (`requestDeferredSlice`).
+    @exclusivity(unchecked) var sliceDueAt: UInt64 = .max
+    /// The creator's load sample (`CLongThreadsShims_adoptLoadSample`), written before the
+    /// pthread starts.
+    var creatorLoadSample = CLongThreadsShims_LoadSample()
     /// errno of a failed start, written before `ready` is signalled.
     var startError: Int32?
     /// What `Options.setUp` threw, written before `ready` is signalled.
@@ -161,6 +167,7 @@ final class ThreadCore: @unchecked Sendable {
 
     /// Creates the pthread and returns once its run loop runs. Creator's thread.
     func start() throws(LongThreadError) {
+        creatorLoadSample = CLongThreadsShims_currentLoadSample()
         let thread = try PosixThread.spawn(options: options, running: self)
         shared.withLock { $0.lifecycle.threadCreated(thread) }
         ready.wait()
@@ -179,6 +186,8 @@ final class ThreadCore: @unchecked Sendable {
         PosixThread.setCurrentName(name ?? "LongThread")
         kernelThreadID.store(CLongThreadsShims_gettid(), ordering: .relaxed)
         CLongThreadsShims_stackCaptureUnblockHere() // a stall monitor may ask for its stack
+        // The affinity is inherited (spawn sets none), so the creator's sample holds here too.
+        CLongThreadsShims_adoptLoadSample(creatorLoadSample)
         if let error = PosixThread.applyToCurrentThread(options.schedulingPolicy) {
             startError = error
             shared.withLock { $0.lifecycle.startFailed() }
@@ -186,7 +195,9 @@ final class ThreadCore: @unchecked Sendable {
             announceExit()
             return
         }
-        PosixThread.requestSliceForCurrentThread(options.schedulerSlice)
+        if options.schedulerSlice != nil {
+            sliceDueAt = CLongThreadsShims_monotonicNanoseconds() + Self.sliceDelayNanoseconds
+        }
         let engine: RunLoopEngine
         do throws(LongThreadError) {
             // Wake-ups are reported from the start only to whom needs each one: an owner to check
