@@ -124,6 +124,37 @@ extension StallMonitoring {
             #expect(result?.1 == 0)
         }
 
+        @Test("a thread started by a thread that blocks the capture signal still has its stack taken")
+        func creatorBlocksTheSignal() throws {
+            // A daemon that blocks every signal before it starts threads (to sigwait in one):
+            // the LongThread inherits the mask, and unblocks the capture signal for itself.
+            let made = Recorder<LongThread>()
+            let started = Latch()
+            Thread {
+                var set = sigset_t()
+                sigemptyset(&set)
+                sigaddset(&set, CLongThreadsShims_stackCaptureSignal())
+                pthread_sigmask(SIG_BLOCK, &set, nil)
+                if let thread = try? LongThread(name: "lt-masked") { made.record(thread) }
+                started.countDown()
+            }.start()
+            #expect(started.wait())
+            let thread = try #require(made.events.first)
+            defer { thread.stop() }
+            let reports = Recorder<StallMonitor.Report>()
+            let reported = Latch()
+            let monitor = try StallMonitor(threshold: .milliseconds(50)) { report in
+                reports.record(report)
+                reported.countDown()
+            }
+            monitor.watch(thread)
+            try thread.perform(label: "lt-masked") { stallSpinning(until: reported) }
+            #expect(reported.wait())
+            try thread.sync {}
+            let report = try #require(reports.events.first)
+            #expect(names(report).contains { $0.contains("stallSpinning") }, "\(report)")
+        }
+
         @Test("with capture off, no signal: the report says so and has no stack")
         func captureOff() throws {
             let (report, _) = try report("lt-nostack", capturesStacks: false) { stallSpinning(until: $0) }

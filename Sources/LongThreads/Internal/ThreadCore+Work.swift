@@ -255,6 +255,7 @@ extension ThreadCore: RunLoopEngineDelegate {
         timingItems = true
         let outerLabel = itemLabel
         itemLabel = item.label
+        if kernelThreadID.load(ordering: .relaxed) == 0 { prepareForStackCapture() }
         publishItemStart(now | Self.timedBit)
         item.run()
         itemLabel = outerLabel
@@ -371,6 +372,7 @@ extension ThreadCore: RunLoopEngineDelegate {
             publishCalloutStart(max(now & ~Self.timedBit, 2))
             return now
         }
+        if kernelThreadID.load(ordering: .relaxed) == 0 { prepareForStackCapture() }
         if resuming {
             publishItemStart(now | Self.timedBit)
         } else {
@@ -383,6 +385,17 @@ extension ThreadCore: RunLoopEngineDelegate {
             for monitor in monitors { monitor.threadBecameBusy() }
         }
         return now
+    }
+
+    /// Loop thread, at its first timed callout or item, before its start is published: what a
+    /// monitor's stack capture needs (the capture signal unblocked, the kernel thread id). Only
+    /// captures of timed callouts are made, and a monitor that saw a timed start also sees this
+    /// (the start's store is sequentially consistent); a thread no monitor watches pays neither
+    /// system call.
+    @inline(never)
+    func prepareForStackCapture() {
+        CLongThreadsShims_stackCaptureUnblockHere()
+        kernelThreadID.store(CLongThreadsShims_gettid(), ordering: .relaxed)
     }
 
     /// How long a thread lives on the kernel's slice before its first callout requests

@@ -54,7 +54,8 @@ final class ThreadCore: @unchecked Sendable {
     let batchWaiting = Atomic<Int>(0)
     /// When the oldest item still waiting in `batch` was posted (0: none, or posts are not timed).
     let batchOldestPostedAt = Atomic<UInt64>(0)
-    /// The loop thread's kernel id (for a stall monitor's stack capture); 0 until the loop starts.
+    /// The loop thread's kernel id, for a stall monitor's stack capture: 0 until the thread's
+    /// first timed callout or item (`prepareForStackCapture`).
     let kernelThreadID = Atomic<Int32>(0)
     /// The smallest delivery threshold of the monitors watching this thread, ns; 0: none.
     let deliveryThreshold = Atomic<UInt64>(0)
@@ -184,8 +185,6 @@ final class ThreadCore: @unchecked Sendable {
     /// The pthread's body (`PosixThread.spawn(options:running:)`).
     func threadMain() {
         PosixThread.setCurrentName(name ?? "LongThread")
-        kernelThreadID.store(CLongThreadsShims_gettid(), ordering: .relaxed)
-        CLongThreadsShims_stackCaptureUnblockHere() // a stall monitor may ask for its stack
         // The affinity is inherited (spawn sets none), so the creator's sample holds here too.
         CLongThreadsShims_adoptLoadSample(creatorLoadSample)
         if let error = PosixThread.applyToCurrentThread(options.schedulingPolicy) {
