@@ -141,6 +141,16 @@ extension StallMonitoring {
             #expect(started.wait())
             let thread = try #require(made.events.first)
             defer { thread.stop() }
+            // Unwatched, it leaves its mask alone: the unblock (and `gettid`) wait for the first
+            // timed callout, so a thread no monitor watches pays neither system call.
+            func captureSignalBlocked() throws -> Bool {
+                try thread.sync {
+                    var mask = sigset_t()
+                    pthread_sigmask(SIG_BLOCK, nil, &mask)
+                    return sigismember(&mask, CLongThreadsShims_stackCaptureSignal()) == 1
+                }
+            }
+            #expect(try captureSignalBlocked())
             let reports = Recorder<StallMonitor.Report>()
             let reported = Latch()
             let monitor = try StallMonitor(threshold: .milliseconds(50)) { report in
@@ -153,6 +163,7 @@ extension StallMonitoring {
             try thread.sync {}
             let report = try #require(reports.events.first)
             #expect(names(report).contains { $0.contains("stallSpinning") }, "\(report)")
+            #expect(try !captureSignalBlocked())
         }
 
         @Test("with capture off, no signal: the report says so and has no stack")
