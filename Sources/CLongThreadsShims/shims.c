@@ -103,8 +103,35 @@ static int64_t nowNanoseconds(void) {
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+// MARK: Same CPU
+//
+// A spin or a linger wins only if the thread it waits for runs meanwhile on another CPU. When the
+// caller and the loop thread share a CPU (the scheduler puts a ping-pong pair together even with
+// another CPU idle), the one spinning holds the CPU the other needs: the caller's spin only ends
+// at its budget, and a linger keeps the caller it waits for off the CPU (a linger that "lost" by
+// a little even lengthens the next). So a reply carries the replier's CPU to the caller, and the
+// caller's CPU (noted when it made the event) to the replier's next linger; each skips its spin
+// while they match, and sleeps at once. A hint, as the kernel's "owner on a CPU" is: either may
+// move right after; a wrong guess costs one spin or one wake-up. sched_getcpu reads the rseq
+// area (glibc 2.35+): a few nanoseconds.
+static __thread int lastReplierCPU = -1; // caller: the CPU its last reply came from
+static __thread int lastWaiterCPU = -1;  // loop thread: the CPU of the caller it last answered
+
+static inline bool onCPU(int cpu) {
+    return cpu >= 0 && sched_getcpu() == cpu;
+}
+
 void CLongThreadsShims_eventInit(CLongThreadsShims_Event *event) {
     __atomic_store_n(&event->state, UNSET, __ATOMIC_RELAXED);
+    event->waiterCPU = sched_getcpu();
+    event->replierCPU = -1;
+}
+
+void CLongThreadsShims_eventReply(CLongThreadsShims_Event *event) {
+    lastWaiterCPU = event->waiterCPU;
+    // Published by the release in eventSignal; read after the waiter's acquire.
+    event->replierCPU = sched_getcpu();
+    CLongThreadsShims_eventSignal(event);
 }
 
 void CLongThreadsShims_eventSignal(CLongThreadsShims_Event *event) {
@@ -277,12 +304,26 @@ static bool eventIsSet(void *event) {
     return __atomic_load_n(&((CLongThreadsShims_Event *)event)->state, __ATOMIC_ACQUIRE) == SET;
 }
 
+static int64_t replySpinBudget(int64_t now) {
+    // The replier last ran on this CPU: spinning would only keep it off (see "Same CPU").
+    return onCPU(lastReplierCPU) ? 0 : spinBudget(&replies, now, SPIN_MAX_NANOSECONDS);
+}
+
+int64_t CLongThreadsShims_replySpinBudget(void) {
+    return replySpinBudget(nowNanoseconds());
+}
+
+int CLongThreadsShims_currentCPU(void) {
+    return sched_getcpu();
+}
+
 void CLongThreadsShims_eventWaitForReply(CLongThreadsShims_Event *event) {
-    if (eventIsSet(event)) return;
-    int64_t start = nowNanoseconds();
-    int64_t spinFor = spinBudget(&replies, start, SPIN_MAX_NANOSECONDS);
-    if (spinFor > 0 && spinUntil(&replies, start, spinFor, 1, eventIsSet, event)) return;
-    sleepUntilSet(event, -1);
+    if (!eventIsSet(event)) {
+        int64_t start = nowNanoseconds();
+        int64_t spinFor = replySpinBudget(start);
+        if (spinFor <= 0 || !spinUntil(&replies, start, spinFor, 1, eventIsSet, event)) sleepUntilSet(event, -1);
+    }
+    lastReplierCPU = event->replierCPU;
 }
 
 // MARK: A thread's end
@@ -340,6 +381,8 @@ static __thread int64_t lingerOverride;
 
 int64_t CLongThreadsShims_lingerBudget(void) {
     if (lingerOverride != 0) return lingerOverride > 0 ? lingerOverride : 0;
+    // The caller just answered ran on this CPU: lingering would keep it off (see "Same CPU").
+    if (onCPU(lastWaiterCPU)) return 0;
     return spinBudget(&lingers, nowNanoseconds(), LINGER_MAX_NANOSECONDS);
 }
 

@@ -89,3 +89,64 @@ struct LingerTests {
         #expect(ran.wait())
     }
 }
+
+/// A spin or a linger helps only while the thread it waits for runs on another CPU. A reply tells
+/// the caller which CPU replied, and the replier which CPU its caller was on; either skips its spin
+/// when that is its own CPU. Checked on the shims directly: the scheduler decides where real
+/// threads run. Each check is made only when a control (the same calls with the other thread on
+/// another CPU) shows spinning would otherwise happen now (a spare CPU), and only when this thread
+/// stayed on one CPU throughout; else it tries again, and a machine that never has a spare CPU
+/// leaves it undecided rather than failing.
+@Suite("Spinning for a thread on the same CPU")
+struct SameCPUSpinTests {
+    /// Runs `measure(cpu, otherCPU)` until a try is conclusive, and checks that try: `measure`
+    /// returns the budget with the other thread on another CPU (the control), the budget with it
+    /// on this thread's CPU, and the CPU the latter's event recorded. Nothing on a one-CPU machine.
+    static func check(
+        _ what: String,
+        _ measure: (_ cpu: Int32, _ other: Int32) -> (forOther: Int64, forSame: Int64, recorded: Int32)
+    ) {
+        let count = Int32(ProcessInfo.processInfo.activeProcessorCount)
+        for _ in 0..<200 {
+            let cpu = CLongThreadsShims_currentCPU()
+            guard cpu >= 0, count > 1 else { return }
+            let budget = measure(cpu, (cpu + 1) % count)
+            guard CLongThreadsShims_currentCPU() == cpu, budget.recorded == cpu, budget.forOther > 0 else { continue }
+            #expect(budget.forSame == 0, "\(what) \(budget.forSame) ns for a thread on CPU \(cpu), its own")
+            return
+        }
+        print("undecided: no spare CPU in 200 tries")
+    }
+
+    @Test("the loop thread does not linger for a caller that was on its own CPU")
+    func noLingerForCallerOnSameCPU() {
+        Self.check("lingered") { _, other in
+            var control = CLongThreadsShims_Event()
+            CLongThreadsShims_eventInit(&control)
+            control.waiterCPU = other
+            CLongThreadsShims_eventReply(&control)
+            let forOther = CLongThreadsShims_lingerBudget()
+            var event = CLongThreadsShims_Event()
+            CLongThreadsShims_eventInit(&event)  // made here: the waiter's CPU is this one
+            CLongThreadsShims_eventReply(&event)
+            return (forOther, CLongThreadsShims_lingerBudget(), event.waiterCPU)
+        }
+    }
+
+    @Test("a caller does not spin for a reply when the last reply came from its own CPU")
+    func noSpinWhenReplierOnSameCPU() {
+        Self.check("would spin") { _, other in
+            var control = CLongThreadsShims_Event()
+            CLongThreadsShims_eventInit(&control)
+            CLongThreadsShims_eventReply(&control)
+            control.replierCPU = other
+            CLongThreadsShims_eventWaitForReply(&control)  // set: returns at once, noting the replier's CPU
+            let forOther = CLongThreadsShims_replySpinBudget()
+            var event = CLongThreadsShims_Event()
+            CLongThreadsShims_eventInit(&event)
+            CLongThreadsShims_eventReply(&event)  // replied from this CPU
+            CLongThreadsShims_eventWaitForReply(&event)
+            return (forOther, CLongThreadsShims_replySpinBudget(), event.replierCPU)
+        }
+    }
+}

@@ -32,12 +32,18 @@ int CLongThreadsShims_setAttrRealtime(pthread_attr_t *attr, int policy, int prio
 /// A one-shot event: unset until signalled once, then set for good. Waiters sleep on a futex (a
 /// reply waiter may spin first, while that can help); a signal wakes every waiter. The state is a plain word so Swift can own its memory.
 typedef struct {
-    uint32_t state; // 0 unset, 1 set, 2 unset with sleepers
+    uint32_t state;     // 0 unset, 1 set, 2 unset with sleepers
+    int32_t waiterCPU;  // the CPU its maker ran on when it made it (a reply's waiter), or -1
+    int32_t replierCPU; // the CPU `eventReply` ran on, or -1
 } CLongThreadsShims_Event;
 
+/// Unset; notes the calling thread's CPU as the waiter's (`eventReply`, the linger).
 void CLongThreadsShims_eventInit(CLongThreadsShims_Event *event);
 /// Sets the event and wakes every waiter. Release ordering: writes before it are seen by waiters.
 void CLongThreadsShims_eventSignal(CLongThreadsShims_Event *event);
+/// `eventSignal` for a reply to a caller in `eventWaitForReply`: also tells the caller which CPU
+/// replied, and notes the caller's CPU for this thread's next linger. See "Same CPU" in shims.c.
+void CLongThreadsShims_eventReply(CLongThreadsShims_Event *event);
 /// Sleeps until the event is set or `timeoutNanoseconds` passed (negative: no limit), without
 /// spinning. Returns true when set. Acquire ordering.
 bool CLongThreadsShims_eventWait(CLongThreadsShims_Event *event, int64_t timeoutNanoseconds);
@@ -55,6 +61,11 @@ bool CLongThreadsShims_eventIsSet(CLongThreadsShims_Event *event);
 /// that caller's next request before sleeping; 0 when lingering cannot win (no spare CPU, or
 /// recent lingers lost). Per thread.
 int64_t CLongThreadsShims_lingerBudget(void);
+/// How long (ns) `eventWaitForReply` would spin now on the calling thread: 0 when spinning cannot
+/// help (no spare CPU, recent spins lost, or the last reply came from this CPU). For tests.
+int64_t CLongThreadsShims_replySpinBudget(void);
+/// The CPU the calling thread runs on (sched_getcpu), or -1.
+int CLongThreadsShims_currentCPU(void);
 /// Tests: on the calling thread, `CLongThreadsShims_lingerBudget` returns `nanoseconds` when
 /// positive, 0 when negative, and decides as usual when 0 (the default).
 void CLongThreadsShims_setLingerOverride(int64_t nanoseconds);

@@ -21,7 +21,7 @@ final class BlockingWork: WaitingWork, @unchecked Sendable {
 
     func run() {
         invoke()
-        done.signal()
+        done.reply()
     }
 
     func discard() {

@@ -27,6 +27,11 @@ struct OneShotEvent: @unchecked Sendable {
     /// Sets the event and wakes every waiter. Any thread.
     func signal() { storage.withUnsafeMutablePointerToElements { CLongThreadsShims_eventSignal($0) } }
 
+    /// `signal()` for a reply to a caller in `waitForReply()`: also tells the caller which CPU
+    /// replied, and this thread's next linger which CPU the caller was on, so that neither spins
+    /// for a thread that shares its CPU. Any thread; the loop thread for a reply.
+    func reply() { storage.withUnsafeMutablePointerToElements { CLongThreadsShims_eventReply($0) } }
+
     /// Whether the event has been signalled. Any thread.
     var isSet: Bool { storage.withUnsafeMutablePointerToElements { CLongThreadsShims_eventIsSet($0) } }
 
