@@ -75,29 +75,51 @@ enum Figures {
     /// Latency of one no-op round trip from the main thread. Pinned: every thread of the process
     /// (the caller, and the pool Dispatch uses) is pinned to one CPU, new workers inherit it, and
     /// each worker pins itself from inside as well.
+    ///
+    /// The contenders take turns in batches: each repetition starts a fresh worker of every
+    /// contender, then runs ``Settings/roundTripBatches`` batches round-robin (a short unrecorded
+    /// warm-up, then its share of the round trips), rotating who goes first. A busy host's
+    /// scheduler goes through phases of a second or so in which wake-ups wait a whole tick for
+    /// any thread, the futex floor's included; run back to back, a phase lands on whichever
+    /// contender is running then and decides its tail alone. Taking turns spreads it over all.
     static func roundTrip(pinned: Bool) -> Figure {
         let label = pinned ? "round trip, pinned to 1 CPU" : "round trip, unpinned"
         return Figure(
             key: pinned ? "pinned" : "roundtrip",
             rows: ["p50", "p99", "p99.9"].map { Row(title: "\(label) \($0)", unit: "µs", higherIsBetter: false) },
             requires: .roundTrip, summary: .pooledPercentiles([0.5, 0.99, 0.999]),
-            measure: .each { type, settings in
-                let worker = must("start \(type.name)") { try type.init() }
+            measure: .together { types, settings in
+                let workers = types.map { type in must("start \(type.name)") { try type.init() } }
                 if pinned {
                     let cpu = settings.pinnedCPU
-                    must("pin") {
-                        try worker.runOnWorker { precondition(bench_pin_self(cpu) == 0, "cannot pin to CPU \(cpu)") }
+                    for worker in workers {
+                        must("pin") {
+                            try worker.runOnWorker { precondition(bench_pin_self(cpu) == 0, "cannot pin to CPU \(cpu)") }
+                        }
                     }
                 }
-                for _ in 0..<settings.roundTripWarmUp { must("round trip") { try worker.roundTrip() } }
-                var samples: [Double] = []
-                samples.reserveCapacity(settings.roundTrips)
-                for _ in 0..<settings.roundTrips {
-                    let start = nowNanoseconds()
-                    must("round trip") { try worker.roundTrip() }
-                    samples.append(Double(nowNanoseconds() - start) / 1e3)
+                for worker in workers {
+                    for _ in 0..<settings.roundTripWarmUp { must("round trip") { try worker.roundTrip() } }
                 }
-                must("stop") { try worker.stop(.drain) }
+                let batches = settings.roundTripBatches
+                let perBatch = settings.roundTrips / batches
+                var samples = workers.map { _ in [Double]() }
+                for index in samples.indices { samples[index].reserveCapacity(perBatch * batches) }
+                for batch in 0..<batches {
+                    for offset in workers.indices {
+                        let index = (batch + offset) % workers.count
+                        let worker = workers[index]
+                        // Brings the worker's and the caller's lines back into cache after the
+                        // other contenders' turns, as the back-to-back run had them.
+                        for _ in 0..<settings.roundTripBatchWarmUp { must("round trip") { try worker.roundTrip() } }
+                        for _ in 0..<perBatch {
+                            let start = nowNanoseconds()
+                            must("round trip") { try worker.roundTrip() }
+                            samples[index].append(Double(nowNanoseconds() - start) / 1e3)
+                        }
+                    }
+                }
+                for worker in workers { must("stop") { try worker.stop(.drain) } }
                 return samples
             },
             setUp: { settings in if pinned { ProcFS.pinAllThreads(to: settings.pinnedCPU) } },
@@ -123,12 +145,15 @@ enum Figures {
     // MARK: Life and death
 
     /// Create, one round trip, a draining stop that joins the thread: a worker's whole life.
+    /// The contenders take turns life by life (rotating who goes first), so that a phase of the
+    /// host's scheduler falls on all of them alike (see ``roundTrip(pinned:)``); each contender's
+    /// value is the median of its lives in the repetition.
     static let lifecycle = Figure(
         key: "lifecycle",
         rows: [Row(title: "create + 1 sync task + stop + join", unit: "µs", higherIsBetter: false)],
         requires: [], summary: .medianPerRow,
-        measure: .each { type, settings in
-            func cycle() -> Double {
+        measure: .together { types, settings in
+            func cycle(_ type: any Contender.Type) -> Double {
                 let start = nowNanoseconds()
                 do {
                     let worker = must("start \(type.name)") { try type.init() }
@@ -140,8 +165,15 @@ enum Figures {
                 }
                 return Double(nowNanoseconds() - start) / 1e3
             }
-            _ = cycle()
-            return [Statistics.median((0..<settings.lifecycles).map { _ in cycle() })]
+            for type in types { _ = cycle(type) }
+            var lives = types.map { _ in [Double]() }
+            for life in 0..<settings.lifecycles {
+                for offset in types.indices {
+                    let index = (life + offset) % types.count
+                    lives[index].append(cycle(types[index]))
+                }
+            }
+            return lives.map { [Statistics.median($0)] }
         })
 
     /// A worker held busy by a gate item while `queued` no-ops are posted behind it; timed from

@@ -16,6 +16,10 @@ struct Settings: Sendable {
     var asyncItems: Int { quick ? 100_000 : 1_000_000 }
     var roundTrips: Int { quick ? 2_000 : 20_000 }
     var roundTripWarmUp: Int { quick ? 200 : 2_000 }
+    /// Turns each contender takes per repetition of a round-trip figure, and the unrecorded
+    /// round trips that open each turn.
+    var roundTripBatches: Int { quick ? 4 : 20 }
+    var roundTripBatchWarmUp: Int { 20 }
     var lifecycles: Int { quick ? 20 : 200 }
     var stopQueueSizes: [Int] { quick ? [10_000, 100_000] : [10_000, 1_000_000] }
     var idleWorkers: Int { quick ? 20 : 100 }
