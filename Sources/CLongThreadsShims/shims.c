@@ -120,8 +120,12 @@ static int64_t nowNanoseconds(void) {
 // while they match, and sleeps at once. A hint, as the kernel's "owner on a CPU" is: either may
 // move right after; a wrong guess costs one spin or one wake-up. The CPU is read from the rseq
 // area: under a nanosecond (`currentCPU`).
-static __thread int lastReplierCPU = -1; // caller: the CPU its last reply came from
-static __thread int lastWaiterCPU = -1;  // loop thread: the CPU of the caller it last answered
+// The caller keeps the last reply's CPU with its replier's key, so a caller taking turns between
+// LongThreads on different CPUs never applies one's CPU to another (it then spins as before).
+static __thread const void *lastReplier;  // caller: the thread its last reply came from
+static __thread int lastReplierCPU = -1;  // caller: the CPU that reply came from
+static __thread const void *replierKey;   // loop thread: its key in its replies
+static __thread int lastWaiterCPU = -1;   // loop thread: the CPU of the caller it last answered
 
 /// The calling thread's CPU, or -1. Read from the rseq area glibc registers for every thread
 /// (the kernel keeps its cpu_id current): under a nanosecond, where sched_getcpu took ~4 ns and
@@ -151,12 +155,18 @@ void CLongThreadsShims_eventInit(CLongThreadsShims_Event *event) {
     __atomic_store_n(&event->state, UNSET, __ATOMIC_RELAXED);
     event->waiterCPU = currentCPU();
     event->replierCPU = -1;
+    event->replier = NULL;
+}
+
+void CLongThreadsShims_setReplierKey(const void *key) {
+    replierKey = key;
 }
 
 void CLongThreadsShims_eventReply(CLongThreadsShims_Event *event) {
     lastWaiterCPU = event->waiterCPU;
     // Published by the release in eventSignal; read after the waiter's acquire.
     event->replierCPU = currentCPU();
+    event->replier = replierKey;
     CLongThreadsShims_eventSignal(event);
 }
 
@@ -330,25 +340,27 @@ static bool eventIsSet(void *event) {
     return __atomic_load_n(&((CLongThreadsShims_Event *)event)->state, __ATOMIC_ACQUIRE) == SET;
 }
 
-static int64_t replySpinBudget(int64_t now) {
+static int64_t replySpinBudget(const void *replier, int64_t now) {
     // The replier last ran on this CPU: spinning would only keep it off (see "Same CPU").
-    return onCPU(lastReplierCPU) ? 0 : spinBudget(&replies, now, SPIN_MAX_NANOSECONDS);
+    bool sameCPU = replier != NULL && replier == lastReplier && onCPU(lastReplierCPU);
+    return sameCPU ? 0 : spinBudget(&replies, now, SPIN_MAX_NANOSECONDS);
 }
 
-int64_t CLongThreadsShims_replySpinBudget(void) {
-    return replySpinBudget(nowNanoseconds());
+int64_t CLongThreadsShims_replySpinBudget(const void *replier) {
+    return replySpinBudget(replier, nowNanoseconds());
 }
 
 int CLongThreadsShims_currentCPU(void) {
     return currentCPU();
 }
 
-void CLongThreadsShims_eventWaitForReply(CLongThreadsShims_Event *event) {
+void CLongThreadsShims_eventWaitForReply(CLongThreadsShims_Event *event, const void *replier) {
     if (!eventIsSet(event)) {
         int64_t start = nowNanoseconds();
-        int64_t spinFor = replySpinBudget(start);
+        int64_t spinFor = replySpinBudget(replier, start);
         if (spinFor <= 0 || !spinUntil(&replies, start, spinFor, 1, eventIsSet, event)) sleepUntilSet(event, -1);
     }
+    lastReplier = event->replier;
     lastReplierCPU = event->replierCPU;
 }
 

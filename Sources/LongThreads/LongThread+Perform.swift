@@ -139,7 +139,7 @@ extension LongThread {
                 request.abandon()
                 throw error
             }
-            try request.waitForOutcome()
+            try request.waitForOutcome(postedTo: core)
         }
     }
 

@@ -100,19 +100,24 @@ struct LingerTests {
 @Suite("Spinning for a thread on the same CPU")
 struct SameCPUSpinTests {
     /// Runs `measure(cpu, otherCPU)` until a try is conclusive, and checks that try: `measure`
-    /// returns the budget with the other thread on another CPU (the control), the budget with it
-    /// on this thread's CPU, and the CPU the latter's event recorded. Nothing on a one-CPU machine.
+    /// returns the budget with the other thread on another CPU (the control), the budget under
+    /// test, and the CPU the latter's event recorded. `skips`: whether the budget under test must
+    /// be 0 (the spin skipped) or, like the control, positive. Nothing on a one-CPU machine.
     static func check(
-        _ what: String,
-        _ measure: (_ cpu: Int32, _ other: Int32) -> (forOther: Int64, forSame: Int64, recorded: Int32)
+        _ what: String, skips: Bool = true,
+        _ measure: (_ cpu: Int32, _ other: Int32) -> (control: Int64, underTest: Int64, recorded: Int32)
     ) {
         let count = Int32(ProcessInfo.processInfo.activeProcessorCount)
         for _ in 0..<200 {
             let cpu = CLongThreadsShims_currentCPU()
             guard cpu >= 0, count > 1 else { return }
             let budget = measure(cpu, (cpu + 1) % count)
-            guard CLongThreadsShims_currentCPU() == cpu, budget.recorded == cpu, budget.forOther > 0 else { continue }
-            #expect(budget.forSame == 0, "\(what) \(budget.forSame) ns for a thread on CPU \(cpu), its own")
+            guard CLongThreadsShims_currentCPU() == cpu, budget.recorded == cpu, budget.control > 0 else { continue }
+            if skips {
+                #expect(budget.underTest == 0, "\(what) \(budget.underTest) ns for a thread on CPU \(cpu), its own")
+            } else {
+                #expect(budget.underTest > 0, "\(what)")
+            }
             return
         }
         print("undecided: no spare CPU in 200 tries")
@@ -133,20 +138,37 @@ struct SameCPUSpinTests {
         }
     }
 
-    @Test("a caller does not spin for a reply when the last reply came from its own CPU")
+    static var replierA: UnsafeRawPointer { UnsafeRawPointer(bitPattern: 0xA0)! }
+    static var replierB: UnsafeRawPointer { UnsafeRawPointer(bitPattern: 0xB0)! }
+
+    /// Replies from `replierA`, first as if from `other`, then from this CPU; returns the spin
+    /// budget for `replierA` after the first (the control), the budget for `asked` after the
+    /// second, and the CPU the second recorded.
+    static func spinBudgets(asking asked: UnsafeRawPointer, other: Int32) -> (control: Int64, underTest: Int64, recorded: Int32) {
+        CLongThreadsShims_setReplierKey(replierA)
+        defer { CLongThreadsShims_setReplierKey(nil) }
+        var control = CLongThreadsShims_Event()
+        CLongThreadsShims_eventInit(&control)
+        CLongThreadsShims_eventReply(&control)
+        control.replierCPU = other
+        CLongThreadsShims_eventWaitForReply(&control, replierA)  // set: returns at once, noting the reply
+        let forOther = CLongThreadsShims_replySpinBudget(replierA)
+        var event = CLongThreadsShims_Event()
+        CLongThreadsShims_eventInit(&event)
+        CLongThreadsShims_eventReply(&event)  // replied from this CPU
+        CLongThreadsShims_eventWaitForReply(&event, replierA)
+        return (forOther, CLongThreadsShims_replySpinBudget(asked), event.replierCPU)
+    }
+
+    @Test("a caller does not spin for a reply when that thread's last reply came from its own CPU")
     func noSpinWhenReplierOnSameCPU() {
-        Self.check("would spin") { _, other in
-            var control = CLongThreadsShims_Event()
-            CLongThreadsShims_eventInit(&control)
-            CLongThreadsShims_eventReply(&control)
-            control.replierCPU = other
-            CLongThreadsShims_eventWaitForReply(&control)  // set: returns at once, noting the replier's CPU
-            let forOther = CLongThreadsShims_replySpinBudget()
-            var event = CLongThreadsShims_Event()
-            CLongThreadsShims_eventInit(&event)
-            CLongThreadsShims_eventReply(&event)  // replied from this CPU
-            CLongThreadsShims_eventWaitForReply(&event)
-            return (forOther, CLongThreadsShims_replySpinBudget(), event.replierCPU)
+        Self.check("would spin") { _, other in Self.spinBudgets(asking: Self.replierA, other: other) }
+    }
+
+    @Test("the hint is kept per thread: one thread's reply from the caller's CPU does not stop a spin for another")
+    func hintIsPerReplier() {
+        Self.check("no spin for replier B after replier A answered from this CPU", skips: false) { _, other in
+            Self.spinBudgets(asking: Self.replierB, other: other)
         }
     }
 }

@@ -35,6 +35,7 @@ typedef struct {
     uint32_t state;     // 0 unset, 1 set, 2 unset with sleepers
     int32_t waiterCPU;  // the CPU its maker ran on when it made it (a reply's waiter), or -1
     int32_t replierCPU; // the CPU `eventReply` ran on, or -1
+    const void *replier; // the replying thread's key (`setReplierKey`), or NULL
 } CLongThreadsShims_Event;
 
 /// Unset; notes the calling thread's CPU as the waiter's (`eventReply`, the linger).
@@ -42,15 +43,20 @@ void CLongThreadsShims_eventInit(CLongThreadsShims_Event *event);
 /// Sets the event and wakes every waiter. Release ordering: writes before it are seen by waiters.
 void CLongThreadsShims_eventSignal(CLongThreadsShims_Event *event);
 /// `eventSignal` for a reply to a caller in `eventWaitForReply`: also tells the caller which CPU
-/// replied, and notes the caller's CPU for this thread's next linger. See "Same CPU" in shims.c.
+/// replied, and from which thread (its key), and notes the caller's CPU for this thread's next
+/// linger. See "Same CPU" in shims.c.
 void CLongThreadsShims_eventReply(CLongThreadsShims_Event *event);
+/// Names the calling thread in the replies it makes (`eventReply`): a LongThread's loop thread
+/// sets its ThreadCore here, and its callers wait with the same key.
+void CLongThreadsShims_setReplierKey(const void *key);
 /// Sleeps until the event is set or `timeoutNanoseconds` passed (negative: no limit), without
 /// spinning. Returns true when set. Acquire ordering.
 bool CLongThreadsShims_eventWait(CLongThreadsShims_Event *event, int64_t timeoutNanoseconds);
 /// Waits until the event is set, for a reply expected within microseconds: spins first while a
 /// spare CPU lets the signalling thread run meanwhile and recent waits were short, then sleeps.
-/// Acquire ordering.
-void CLongThreadsShims_eventWaitForReply(CLongThreadsShims_Event *event);
+/// `replier`: the key of the thread expected to reply (`setReplierKey`), or NULL; a caller does
+/// not spin when that thread's last reply to it came from the caller's own CPU. Acquire ordering.
+void CLongThreadsShims_eventWaitForReply(CLongThreadsShims_Event *event, const void *replier);
 /// pthread_join, spinning first (on `pthread_tryjoin_np`) while a spare CPU lets the thread end
 /// meanwhile and recent joins were short. Returns what the join returns.
 int CLongThreadsShims_joinThread(pthread_t thread);
@@ -61,9 +67,10 @@ bool CLongThreadsShims_eventIsSet(CLongThreadsShims_Event *event);
 /// that caller's next request before sleeping; 0 when lingering cannot win (no spare CPU, or
 /// recent lingers lost). Per thread.
 int64_t CLongThreadsShims_lingerBudget(void);
-/// How long (ns) `eventWaitForReply` would spin now on the calling thread: 0 when spinning cannot
-/// help (no spare CPU, recent spins lost, or the last reply came from this CPU). For tests.
-int64_t CLongThreadsShims_replySpinBudget(void);
+/// How long (ns) `eventWaitForReply` would spin now on the calling thread for a reply from
+/// `replier`: 0 when spinning cannot help (no spare CPU, recent spins lost, or that replier's last
+/// reply came from this CPU). For tests.
+int64_t CLongThreadsShims_replySpinBudget(const void *replier);
 /// The CPU the calling thread runs on (sched_getcpu), or -1.
 int CLongThreadsShims_currentCPU(void);
 /// Tests: on the calling thread, `CLongThreadsShims_lingerBudget` returns `nanoseconds` when

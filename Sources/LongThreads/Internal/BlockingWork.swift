@@ -39,9 +39,10 @@ final class BlockingWork: WaitingWork, @unchecked Sendable {
         work = nil
     }
 
-    /// Blocks until the work ran or was discarded; throws `.discarded` for the latter.
-    func waitForOutcome() throws(LongThreadError) {
-        done.waitForReply()
+    /// Blocks until the work ran or was discarded; throws `.discarded` for the latter. `core`:
+    /// the thread it was posted to (the same-CPU hint is kept per thread).
+    func waitForOutcome(postedTo core: ThreadCore) throws(LongThreadError) {
+        done.waitForReply(from: core.replierKey)
         if discarded { throw .discarded }
     }
 

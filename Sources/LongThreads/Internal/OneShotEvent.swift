@@ -38,8 +38,10 @@ struct OneShotEvent: @unchecked Sendable {
     /// Waits for a reply from a LongThread (`sync`, `perform(waitUntilDone:)`): the caller may spin
     /// for a few microseconds before it sleeps (`CLongThreadsShims_eventWaitForReply`). Any thread
     /// but the signaller's.
-    func waitForReply() {
-        storage.withUnsafeMutablePointerToElements { CLongThreadsShims_eventWaitForReply($0) }
+    /// `replier`: the thread expected to reply (its key, `CLongThreadsShims_setReplierKey`), so
+    /// that the caller skips the spin when that thread last replied from the caller's CPU.
+    func waitForReply(from replier: UnsafeRawPointer? = nil) {
+        storage.withUnsafeMutablePointerToElements { CLongThreadsShims_eventWaitForReply($0, replier) }
     }
 
     /// Sleeps until signalled; returns false if `timeout` passed first. `nil` waits for ever.

@@ -21,6 +21,8 @@ final class ThreadCore: @unchecked Sendable {
     let ready = OneShotEvent()
     /// Signalled by the pthread as its last act, after the loop released everything it held.
     let exited = OneShotEvent()
+    /// This thread's key in its replies to blocked callers (`OneShotEvent.reply`): its address.
+    var replierKey: UnsafeRawPointer { UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque()) }
 
     // MARK: Written once before the pthread starts (pthread_create orders it before every read)
     /// The handle, for `LongThread.current`.
@@ -185,6 +187,7 @@ final class ThreadCore: @unchecked Sendable {
     /// The pthread's body (`PosixThread.spawn(options:running:)`).
     func threadMain() {
         PosixThread.setCurrentName(name ?? "LongThread")
+        CLongThreadsShims_setReplierKey(replierKey)
         // The affinity is inherited (spawn sets none), so the creator's sample holds here too.
         CLongThreadsShims_adoptLoadSample(creatorLoadSample)
         if let error = PosixThread.applyToCurrentThread(options.schedulingPolicy) {
