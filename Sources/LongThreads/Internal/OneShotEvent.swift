@@ -5,7 +5,8 @@ import CLongThreadsShims
 ///
 /// Unset until signalled once, then set for good; a signal wakes every waiter. A waiter sleeps on a
 /// futex; a signal costs a system call only when someone sleeps (`CLongThreadsShims_Event`). Only
-/// `waitForReply()` spins first, and only while spinning can win (a spare CPU, short recent waits);
+/// `waitForReply()` spins first, and only while spinning can win (a spare CPU, short recent waits,
+/// the replying thread last seen on another CPU);
 /// the loop thread, having answered, lingers a few microseconds for the caller's next request
 /// (`ThreadCore.linger`), so back-to-back round trips find it awake. The start wait sleeps at once:
 /// the new thread often starts on the creator's CPU, where a spinning creator only delays it.

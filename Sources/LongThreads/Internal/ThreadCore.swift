@@ -22,6 +22,8 @@ final class ThreadCore: @unchecked Sendable {
     /// Signalled by the pthread as its last act, after the loop released everything it held.
     let exited = OneShotEvent()
     /// This thread's key in its replies to blocked callers (`OneShotEvent.reply`): its address.
+    /// A later thread whose core reuses the address inherits one stale same-CPU hint per caller:
+    /// at most one spin skipped or one made in vain.
     var replierKey: UnsafeRawPointer { UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque()) }
 
     // MARK: Written once before the pthread starts (pthread_create orders it before every read)
