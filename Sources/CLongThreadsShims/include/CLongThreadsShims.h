@@ -71,7 +71,7 @@ int64_t CLongThreadsShims_lingerBudget(void);
 /// `replier`: 0 when spinning cannot help (no spare CPU, recent spins lost, or that replier's last
 /// reply came from this CPU). For tests.
 int64_t CLongThreadsShims_replySpinBudget(const void *replier);
-/// The CPU the calling thread runs on (sched_getcpu), or -1.
+/// The CPU the calling thread runs on (from the rseq area, else sched_getcpu), or -1.
 int CLongThreadsShims_currentCPU(void);
 /// Tests: on the calling thread, `CLongThreadsShims_lingerBudget` returns `nanoseconds` when
 /// positive, 0 when negative, and decides as usual when 0 (the default).

@@ -79,7 +79,7 @@ enum Figures {
     /// The contenders take turns in batches: each repetition starts a fresh worker of every
     /// contender, then runs ``Settings/roundTripBatches`` batches round-robin (a short unrecorded
     /// warm-up, then its share of the round trips), rotating who goes first. A busy host's
-    /// scheduler goes through phases of a second or so in which wake-ups wait a whole tick for
+    /// scheduler goes through phases, seconds long, in which wake-ups wait a whole tick for
     /// any thread, the futex floor's included; run back to back, a phase lands on whichever
     /// contender is running then and decides its tail alone. Taking turns spreads it over all.
     static func roundTrip(pinned: Bool) -> Figure {
