@@ -42,6 +42,12 @@ let package = Package(
             dependencies: [.product(name: "LongThreads", package: libraryIdentity)],
             path: "Sources/LongThreadPostCost"
         ),
+        // The harness's own checks (`swift test` here; the library's CI does not build the benchmark).
+        .testTarget(
+            name: "LongThreadBenchTests",
+            dependencies: ["LongThreadBench"],
+            path: "Tests/LongThreadBenchTests"
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

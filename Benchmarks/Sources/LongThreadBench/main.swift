@@ -66,10 +66,10 @@ var report = ""
 let condition = settings.hogs == 0 ? "idle (no hogs)" : "\(settings.hogs) CPU hogs"
 emit("## longthread-bench, \(condition)\(settings.quick ? " (--quick)" : "")\n")
 emit(machine.map { "- \($0)" }.joined(separator: "\n"))
-emit("- Repetitions: \(settings.repetitions) per figure, interleaved round-robin, a fresh worker each; "
+emit("- Repetitions: \(settings.repetitions) per figure, interleaved in a new random order each (seeded), a fresh worker each; "
       + "async: \(settings.asyncItems.formatted) no-op closures per run; round trips: "
       + "\(settings.roundTrips.formatted) per repetition in \(settings.roundTripBatches) turns per contender, "
-      + "pooled for percentiles; lives taken in turns; idle period: "
+      + "pooled for percentiles; lives taken in turns (a new random order each round); idle period: "
       + "\(settings.idleSeconds) s; \(settings.idleWorkers) idle workers for memory\n")
 if !results.isEmpty { emit(Report.table(results, chosenContenders)) }
 emit("\nLoad average at the end: \(loadAtEnd) (1, 5, 15 min; runnable/total threads).")

@@ -77,11 +77,12 @@ enum Figures {
     /// each worker pins itself from inside as well.
     ///
     /// The contenders take turns in batches: each repetition starts a fresh worker of every
-    /// contender, then runs ``Settings/roundTripBatches`` batches round-robin (a short unrecorded
-    /// warm-up, then its share of the round trips), rotating who goes first. A busy host's
-    /// scheduler goes through phases, seconds long, in which wake-ups wait a whole tick for
-    /// any thread, the futex floor's included; run back to back, a phase lands on whichever
-    /// contender is running then and decides its tail alone. Taking turns spreads it over all.
+    /// contender, then runs ``Settings/roundTripBatches`` batches, each contender once per round
+    /// in a new random order (`TurnOrder`): a short unrecorded warm-up, then its share of the
+    /// round trips. A busy host's scheduler goes through phases, seconds long, in which wake-ups
+    /// wait a whole tick for any thread, the futex floor's included; run back to back, a phase
+    /// lands on whichever contender is running then and decides its tail alone. Taking turns
+    /// spreads it over all.
     static func roundTrip(pinned: Bool) -> Figure {
         let label = pinned ? "round trip, pinned to 1 CPU" : "round trip, unpinned"
         return Figure(
@@ -105,9 +106,9 @@ enum Figures {
                 let perBatch = settings.roundTrips / batches
                 var samples = workers.map { _ in [Double]() }
                 for index in samples.indices { samples[index].reserveCapacity(perBatch * batches) }
-                for batch in 0..<batches {
-                    for offset in workers.indices {
-                        let index = (batch + offset) % workers.count
+                var turns = TurnOrder()
+                for _ in 0..<batches {
+                    for index in turns.next(workers.count) {
                         let worker = workers[index]
                         // Brings the worker's and the caller's lines back into cache after the
                         // other contenders' turns, as the back-to-back run had them.
@@ -145,9 +146,10 @@ enum Figures {
     // MARK: Life and death
 
     /// Create, one round trip, a draining stop that joins the thread: a worker's whole life.
-    /// The contenders take turns life by life (rotating who goes first), so that a phase of the
-    /// host's scheduler falls on all of them alike (see ``roundTrip(pinned:)``); each contender's
-    /// value is the median of its lives in the repetition.
+    /// The contenders take turns life by life, in a new random order each round (`TurnOrder`: the
+    /// previous life decides where the next thread starts), so that a phase of the host's
+    /// scheduler falls on all of them alike (see ``roundTrip(pinned:)``); each contender's value
+    /// is the median of its lives in the repetition.
     static let lifecycle = Figure(
         key: "lifecycle",
         rows: [Row(title: "create + 1 sync task + stop + join", unit: "µs", higherIsBetter: false)],
@@ -167,11 +169,9 @@ enum Figures {
             }
             for type in types { _ = cycle(type) }
             var lives = types.map { _ in [Double]() }
-            for life in 0..<settings.lifecycles {
-                for offset in types.indices {
-                    let index = (life + offset) % types.count
-                    lives[index].append(cycle(types[index]))
-                }
+            var turns = TurnOrder()
+            for _ in 0..<settings.lifecycles {
+                for index in turns.next(types.count) { lives[index].append(cycle(types[index])) }
             }
             return lives.map { [Statistics.median($0)] }
         })

@@ -15,11 +15,11 @@ enum Runner {
             progress("\(figure.rows[0].title): \(eligible.count) contenders × \(settings.repetitions) repetitions")
             figure.setUp(settings)
             var repetitions: [String: [[Double]]] = [:]
-            for repetition in 0..<settings.repetitions {
-                // Rotate the order each repetition so that no contender always runs first (on a
-                // cold cache) or right after the same neighbour.
-                let shift = repetition % max(eligible.count, 1)
-                let order = Array(eligible[shift...] + eligible[..<shift])
+            var turns = TurnOrder()
+            for _ in 0..<settings.repetitions {
+                // A new order each repetition, so that no contender always runs first (on a cold
+                // cache) or right after the same neighbour (`TurnOrder`).
+                let order = turns.next(eligible.count).map { eligible[$0] }
                 switch figure.measure {
                 case .each(let measure):
                     for type in order { repetitions[type.name, default: []].append(measure(type, settings)) }
