@@ -76,17 +76,17 @@ enum StackSampler {
         let addresses = state.withLock { state -> Result<[UInt], Failure> in
             if state.installed == nil { state.installed = CLongThreadsShims_stackCaptureInstall() }
             if let error = state.installed, error != 0 { return .failure(.signalTaken(errno: error)) }
-            let tid = core.kernelThreadID.load(ordering: .relaxed)
+            let tid = core.watch.kernelThreadID.load(ordering: .relaxed)
             guard tid != 0 else { return .failure(.ended) }
-            core.stackSampleRequested.store(true, ordering: .sequentiallyConsistent)
-            defer { core.stackSampleRequested.store(false, ordering: .sequentiallyConsistent) }
-            guard core.calloutStartedAt.load(ordering: .sequentiallyConsistent) == start else { return .failure(.ended) }
+            core.watch.stackSampleRequested.store(true, ordering: .sequentiallyConsistent)
+            defer { core.watch.stackSampleRequested.store(false, ordering: .sequentiallyConsistent) }
+            guard core.watch.calloutStartedAt.load(ordering: .sequentiallyConsistent) == start else { return .failure(.ended) }
             let count = CLongThreadsShims_stackCapture(tid, timeoutNanoseconds, state.buffer, Int32(capacity))
             if count == -ETIMEDOUT { return .failure(.timedOut) }
             if count < 0 { return .failure(.failed(errno: -count)) }
             // The loop waits at its next boundary while the flag is up: a changed start means the
             // signal found it there, not in the stalled callout.
-            guard core.calloutStartedAt.load(ordering: .sequentiallyConsistent) == start else { return .failure(.ended) }
+            guard core.watch.calloutStartedAt.load(ordering: .sequentiallyConsistent) == start else { return .failure(.ended) }
             return .success(Array(UnsafeBufferPointer(start: state.buffer, count: Int(count))))
         }
         return addresses.map(symbolicate)

@@ -169,7 +169,7 @@ final class StallMonitorState: Sendable {
             return true
         }
         guard added else { return }
-        core.monitors.withLock { monitors in
+        core.watch.monitors.withLock { monitors in
             monitors.append(self)
             core.noteMonitorsChanged(monitors)
         }
@@ -179,7 +179,7 @@ final class StallMonitorState: Sendable {
 
     func detach(from core: ThreadCore) {
         watches.withLock { $0.removeAll { $0.core === core || $0.core == nil } }
-        core.monitors.withLock { monitors in
+        core.watch.monitors.withLock { monitors in
             // The last reference to this state may go here, inside the lock the loop thread
             // reads the list under (so the sanitizer sees the order).
             monitors.removeAll { $0 === self }
@@ -250,7 +250,7 @@ final class StallMonitorState: Sendable {
         }
         for watch in current {
             guard let core = watch.core else { continue }
-            let start = core.calloutStartedAt.load(ordering: .sequentiallyConsistent)
+            let start = core.watch.calloutStartedAt.load(ordering: .sequentiallyConsistent)
             if start == 0 || start == watch.reportedStart { continue }
             // A timed start is exact; an untimed one is the start of a drain that began before the
             // watch (the loop times items from the next callout on), so it counts from the watch.
@@ -269,7 +269,7 @@ final class StallMonitorState: Sendable {
 
     private func report(_ core: ThreadCore, start: UInt64, runningFor nanoseconds: UInt64) {
         // The label is the callout's only if it was published under this very start.
-        let label = core.runningLabel.withLock { $0.start == start ? $0.label : nil }
+        let label = core.watch.runningLabel.withLock { $0.start == start ? $0.label : nil }
         var stack: [StallMonitor.Frame] = []
         var stackNote: String?
         if !capturesStacks {

@@ -9,7 +9,7 @@ extension ThreadCore {
     /// and the delivery threshold it checks.
     func noteMonitorsChanged(_ monitors: [StallMonitorState]) {
         let thresholds = monitors.map(\.deliveryThreshold).filter { $0 != 0 }
-        deliveryThreshold.store(thresholds.min() ?? 0, ordering: .relaxed)
+        watch.deliveryThreshold.store(thresholds.min() ?? 0, ordering: .relaxed)
         if monitors.isEmpty {
             hints.bitwiseAnd(~Hints.monitored, ordering: .relaxed)
         } else {
@@ -21,7 +21,7 @@ extension ThreadCore {
     /// per backlog (Android's Looper does the same): again only after an item started on time.
     @inline(__always)
     func checkDelivery(of item: WorkItem, waited: UInt64) {
-        let limit = deliveryThreshold.load(ordering: .relaxed)
+        let limit = watch.deliveryThreshold.load(ordering: .relaxed)
         guard limit != 0 else { return }
         guard waited >= limit else {
             slowDeliveryReported = false
@@ -31,7 +31,7 @@ extension ThreadCore {
         slowDeliveryReported = true
         let depth = pendingCount
         let label = item.label
-        monitors.withLock { monitors in
+        watch.monitors.withLock { monitors in
             for monitor in monitors { monitor.deliveredLate(self, label: label, waited: waited, queueDepth: depth) }
         }
     }

@@ -255,7 +255,7 @@ extension ThreadCore: RunLoopEngineDelegate {
         timingItems = true
         let outerLabel = itemLabel
         itemLabel = item.label
-        if kernelThreadID.load(ordering: .relaxed) == 0 { prepareForStackCapture() }
+        if watch.kernelThreadID.load(ordering: .relaxed) == 0 { prepareForStackCapture() }
         publishItemStart(now | Self.timedBit)
         item.run()
         itemLabel = outerLabel
@@ -264,7 +264,7 @@ extension ThreadCore: RunLoopEngineDelegate {
 
     /// Loop thread, timing: the item (or resumed task) labelled `itemLabel` starts at `start`.
     private func publishItemStart(_ start: UInt64) {
-        if let itemLabel { runningLabel.withLock { $0 = (itemLabel, start) } }
+        if let itemLabel { watch.runningLabel.withLock { $0 = (itemLabel, start) } }
         publishCalloutStart(start)
     }
 
@@ -274,9 +274,9 @@ extension ThreadCore: RunLoopEngineDelegate {
     /// sequentially consistent accesses pair with the monitor's in `StallMonitorState.capture`.
     @inline(__always)
     func publishCalloutStart(_ start: UInt64) {
-        calloutStartedAt.store(start, ordering: .sequentiallyConsistent)
-        if stackSampleRequested.load(ordering: .sequentiallyConsistent) {
-            while stackSampleRequested.load(ordering: .sequentiallyConsistent) { sched_yield() }
+        watch.calloutStartedAt.store(start, ordering: .sequentiallyConsistent)
+        if watch.stackSampleRequested.load(ordering: .sequentiallyConsistent) {
+            while watch.stackSampleRequested.load(ordering: .sequentiallyConsistent) { sched_yield() }
         }
     }
 
@@ -372,7 +372,7 @@ extension ThreadCore: RunLoopEngineDelegate {
             publishCalloutStart(max(now & ~Self.timedBit, 2))
             return now
         }
-        if kernelThreadID.load(ordering: .relaxed) == 0 { prepareForStackCapture() }
+        if watch.kernelThreadID.load(ordering: .relaxed) == 0 { prepareForStackCapture() }
         if resuming {
             publishItemStart(now | Self.timedBit)
         } else {
@@ -381,7 +381,7 @@ extension ThreadCore: RunLoopEngineDelegate {
         // After the store: a monitor that went idle before it is woken; one that goes idle after
         // it sees the store (StallMonitorState.run).
         // Inside the lock: a monitor unwatching meanwhile is released under it, not after.
-        monitors.withLock { monitors in
+        watch.monitors.withLock { monitors in
             for monitor in monitors { monitor.threadBecameBusy() }
         }
         return now
@@ -395,7 +395,7 @@ extension ThreadCore: RunLoopEngineDelegate {
     @inline(never)
     func prepareForStackCapture() {
         CLongThreadsShims_stackCaptureUnblockHere()
-        kernelThreadID.store(CLongThreadsShims_gettid(), ordering: .relaxed)
+        watch.kernelThreadID.store(CLongThreadsShims_gettid(), ordering: .relaxed)
     }
 
     /// How long a thread lives on the kernel's slice before its first callout requests

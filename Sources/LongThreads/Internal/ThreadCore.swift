@@ -40,31 +40,12 @@ final class ThreadCore: @unchecked Sendable {
     let hints: Atomic<UInt8>
     /// Bumped when the common set changes, so the loop thread drops its cached eligibility.
     let modesGeneration = Atomic<Int>(0)
-    /// The label of the labelled item running now and the `calloutStartedAt` value it ran under:
-    /// a monitor trusts the label only while that value is current. Written only while timed.
-    let runningLabel = Locked<(label: String?, start: UInt64)>((nil, 0))
-    /// When the callout running now began, monotonic ns; 0 while the loop is in its run loop
-    /// (sleeping, between callouts, or inside a nested run). A callout is one item of a drain, a
-    /// timer or a descriptor handler; a task resumes as a new callout when its nested run returns.
-    /// The low bit (`timedBit`) is set while the loop times each item: then the value changes at
-    /// every item and callout boundary, always through `publishCalloutStart`. Written by the loop
-    /// thread, read by stall monitors.
-    let calloutStartedAt = Atomic<UInt64>(0)
-    /// Set by a monitor about to signal the loop thread for its stack: the loop then waits at its
-    /// next callout boundary until the capture is over (`publishCalloutStart`), so the signal never
-    /// lands in a later callout.
-    let stackSampleRequested = Atomic<Bool>(false)
+    /// What stall monitors read of this thread (the running callout's start and label).
+    let watch = CalloutWatch()
     /// Items taken into `batch` and not yet run (published by the loop thread, for `statistics`).
     let batchWaiting = Atomic<Int>(0)
     /// When the oldest item still waiting in `batch` was posted (0: none, or posts are not timed).
     let batchOldestPostedAt = Atomic<UInt64>(0)
-    /// The loop thread's kernel id, for a stall monitor's stack capture: 0 until the thread's
-    /// first timed callout or item (`prepareForStackCapture`).
-    let kernelThreadID = Atomic<Int32>(0)
-    /// The smallest delivery threshold of the monitors watching this thread, ns; 0: none.
-    let deliveryThreshold = Atomic<UInt64>(0)
-    /// The monitors watching this thread.
-    let monitors = Locked<[StallMonitorState]>([])
 
     // MARK: Loop thread only
     // (`@exclusivity(unchecked)`: one thread touches these, and the drain reads them per item, where
