@@ -290,10 +290,10 @@ extension ThreadCore: RunLoopEngineDelegate {
     }
 
     func engineDidEnterRun() {
-        if !announcedReady {
-            announcedReady = true
+        if !handshake.announced {
+            handshake.announced = true
             instrument?.record(.started(name: name))
-            ready.signal()
+            handshake.ready.signal()
         }
         let mode = engine?.currentModeName() ?? RunLoop.Mode.default.rawValue
         runModes.append(mode)

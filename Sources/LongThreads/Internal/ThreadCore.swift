@@ -17,10 +17,10 @@ final class ThreadCore: @unchecked Sendable {
     /// Whether `Options.queueLimit` bounds the queue (then posts may be refused or wait).
     let hasQueueLimit: Bool
     let instrument: (any LongThreadInstrument)?
-    /// Signalled on the loop thread when its run loop first runs (or when the start failed).
-    let ready = OneShotEvent()
     /// Signalled by the pthread as its last act, after the loop released everything it held.
     let exited = OneShotEvent()
+    /// The creator's wait for the loop's first run, and what the start reports to it.
+    var handshake = StartHandshake()
     /// This thread's key in its replies to blocked callers (`OneShotEvent.reply`): its address.
     /// A later thread whose core reuses the address inherits one stale same-CPU hint per caller:
     /// at most one spin skipped or one made in vain.
@@ -81,18 +81,9 @@ final class ThreadCore: @unchecked Sendable {
     /// When the last linger that found no work began (0: none pending): the next stamped post
     /// tells how late the caller came back (`linger`).
     @exclusivity(unchecked) var lingerMissedAt: UInt64 = 0
-    var announcedReady = false
     /// When the first callout may request `Options.schedulerSlice` (monotonic ns); `.max` once
     /// requested, or when there is none to request (`requestDeferredSlice`).
     @exclusivity(unchecked) var sliceDueAt: UInt64 = .max
-    /// The creator's load sample (`CLongThreadsShims_adoptLoadSample`), written before the
-    /// pthread starts.
-    var creatorLoadSample = CLongThreadsShims_LoadSample()
-    /// errno of a failed start, written before `ready` is signalled.
-    var startError: Int32?
-    /// What `Options.setUp` threw, written before `ready` is signalled.
-    var setUpError: (any Error)?
-    /// Runs of the loop on the stack: 1 in the thread's own run, more while a task runs it nested.
 
     struct SharedState {
         var lifecycle = Lifecycle()
@@ -153,15 +144,17 @@ final class ThreadCore: @unchecked Sendable {
 
     /// Creates the pthread and returns once its run loop runs. Creator's thread.
     func start() throws(LongThreadError) {
-        creatorLoadSample = CLongThreadsShims_currentLoadSample()
+        handshake.creatorLoadSample = CLongThreadsShims_currentLoadSample()
+        // Read before the pthread exists: from then on the loop thread writes `handshake`.
+        let ready = handshake.ready
         let thread = try PosixThread.spawn(options: options, running: self)
         shared.withLock { $0.lifecycle.threadCreated(thread) }
         ready.wait()
-        if let startError {
+        if let startError = handshake.startError {
             waitUntilExit(timeout: nil)
             throw .cannotStart(errno: startError)
         }
-        if let setUpError {
+        if let setUpError = handshake.setUpError {
             waitUntilExit(timeout: nil)
             throw .setUpFailed(setUpError)
         }
@@ -172,11 +165,11 @@ final class ThreadCore: @unchecked Sendable {
         PosixThread.setCurrentName(name ?? "LongThread")
         CLongThreadsShims_setReplierKey(replierKey)
         // The affinity is inherited (spawn sets none), so the creator's sample holds here too.
-        CLongThreadsShims_adoptLoadSample(creatorLoadSample)
+        CLongThreadsShims_adoptLoadSample(handshake.creatorLoadSample)
         if let error = PosixThread.applyToCurrentThread(options.schedulingPolicy) {
-            startError = error
+            handshake.startError = error
             shared.withLock { $0.lifecycle.startFailed() }
-            ready.signal()
+            handshake.ready.signal()
             announceExit()
             return
         }
@@ -190,9 +183,9 @@ final class ThreadCore: @unchecked Sendable {
             engine = try RunLoopEngine(delegate: self, countsWakeUps: watchesOwner || instrument != nil)
         } catch {
             // Out of descriptors: CF would have halted the process making the loop.
-            if case .outOfResources(let errno) = error { startError = errno } else { startError = EAGAIN }
+            handshake.startError = if case .outOfResources(let errno) = error { errno } else { EAGAIN }
             shared.withLock { $0.lifecycle.startFailed() }
-            ready.signal()
+            handshake.ready.signal()
             announceExit()
             return
         }
@@ -210,7 +203,7 @@ final class ThreadCore: @unchecked Sendable {
         finishExit(engine)
         self.engine = nil
         pthread_setspecific(Self.currentKey, nil)
-        if setUpError != nil { ready.signal() }
+        if handshake.setUpError != nil { handshake.ready.signal() }
         announceExit()
     }
 
@@ -223,7 +216,7 @@ final class ThreadCore: @unchecked Sendable {
             try setUp()
             return true
         } catch {
-            setUpError = error
+            handshake.setUpError = error
             requestStop(.discard)
             return false
         }

@@ -1,0 +1,22 @@
+import CLongThreadsShims
+
+/// The start of a thread, between its creator (`ThreadCore.start`) and the new pthread
+/// (`ThreadCore.threadMain`): the creator hands over its load sample and waits on `ready`; the
+/// loop thread signals it once its run loop first runs, or after recording why it cannot serve.
+///
+/// Each field is written by one side before the signal that lets the other read it
+/// (`pthread_create` for the sample, `ready` for the rest), so no lock guards them.
+struct StartHandshake {
+    /// Signalled on the loop thread when its run loop first runs (or when the start failed).
+    let ready = OneShotEvent()
+    /// The creator's load sample (`CLongThreadsShims_adoptLoadSample`), written before the
+    /// pthread starts.
+    var creatorLoadSample = CLongThreadsShims_LoadSample()
+    /// errno of a failed start, written before `ready` is signalled.
+    var startError: Int32?
+    /// What `Options.setUp` threw, written before `ready` is signalled.
+    var setUpError: (any Error)?
+    /// Loop thread: whether the first entry into the loop signalled `ready` (a nested run enters
+    /// again).
+    var announced = false
+}
