@@ -350,6 +350,11 @@ int64_t CLongThreadsShims_replySpinBudget(const void *replier) {
     return replySpinBudget(replier, nowNanoseconds());
 }
 
+void CLongThreadsShims_resetSpinHistories(void) {
+    replies = (SpinHistory){ SPIN_MIN_NANOSECONDS, WIN_SCALE, 0 };
+    lingers = (SpinHistory){ SPIN_MIN_NANOSECONDS, WIN_SCALE, 0 };
+}
+
 int CLongThreadsShims_currentCPU(void) {
     return currentCPU();
 }

@@ -71,6 +71,9 @@ int64_t CLongThreadsShims_lingerBudget(void);
 /// `replier`: 0 when spinning cannot help (no spare CPU, recent spins lost, or that replier's last
 /// reply came from this CPU). For tests.
 int64_t CLongThreadsShims_replySpinBudget(const void *replier);
+/// Tests: forgets what the calling thread's reply spins and lingers learnt (each then spins as a
+/// new thread's first would, load permitting).
+void CLongThreadsShims_resetSpinHistories(void);
 /// The CPU the calling thread runs on (from the rseq area, else sched_getcpu), or -1.
 int CLongThreadsShims_currentCPU(void);
 /// Tests: on the calling thread, `CLongThreadsShims_lingerBudget` returns `nanoseconds` when
