@@ -190,21 +190,25 @@ struct SameCPUSpinTests {
         }
     }
 
-    /// Makes `count` reply waits on this thread whose spin loses: the reply comes 2 ms later,
-    /// from another thread. (No spare CPU: no spin, nothing learnt.)
+    /// Makes `count` reply waits on this thread whose spin loses: the reply comes about 2 ms
+    /// later (any delay past the spin's 15 µs budget loses), from another thread. (No spare CPU:
+    /// no spin, nothing learnt.)
     static func loseReplySpins(_ count: Int) {
         for _ in 0..<count {
             let event = UnsafeMutablePointer<CLongThreadsShims_Event>.allocate(capacity: 1)
-            defer { event.deallocate() }
             CLongThreadsShims_eventInit(event)
             nonisolated(unsafe) let shared = event
+            let replierDone = Latch()
             let replier = Thread {
-                let start = CLongThreadsShims_monotonicNanoseconds()
-                while CLongThreadsShims_monotonicNanoseconds() - start < 2_000_000 { usleep(200) }
+                usleep(2_000)
                 CLongThreadsShims_eventSignal(shared)
+                replierDone.countDown()
             }
             replier.start()
             CLongThreadsShims_eventWaitForReply(event, nil)
+            // The replier may still be inside the signal's futex wake: free the event after it.
+            #expect(replierDone.wait())
+            event.deallocate()
         }
     }
 }

@@ -19,17 +19,23 @@ final class ThreadCore: @unchecked Sendable {
     let instrument: (any LongThreadInstrument)?
     /// Signalled by the pthread as its last act, after the loop released everything it held.
     let exited = OneShotEvent()
-    /// The creator's wait for the loop's first run, and what the start reports to it.
-    var handshake = StartHandshake()
     /// This thread's key in its replies to blocked callers (`OneShotEvent.reply`): its address.
     /// A later thread whose core reuses the address inherits one stale same-CPU hint per caller:
     /// at most one spin skipped or one made in vain.
     var replierKey: UnsafeRawPointer { UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque()) }
 
+    // MARK: The start: each side writes before the signal the other waits on (`StartHandshake`)
+    /// The creator's wait for the loop's first run, and what the start reports to it.
+    var handshake = StartHandshake()
+
     // MARK: Written once before the pthread starts (pthread_create orders it before every read)
     /// The handle, for `LongThread.current`.
     weak var handle: LongThread?
     weak var owner: AnyObject?
+
+    // MARK: Written by the loop thread, read by stall monitors (`CalloutWatch`)
+    /// What stall monitors read of this thread (the running callout's start and label).
+    let watch = CalloutWatch()
 
     // MARK: Guarded by `shared`
     let shared: Locked<SharedState>
@@ -40,8 +46,6 @@ final class ThreadCore: @unchecked Sendable {
     let hints: Atomic<UInt8>
     /// Bumped when the common set changes, so the loop thread drops its cached eligibility.
     let modesGeneration = Atomic<Int>(0)
-    /// What stall monitors read of this thread (the running callout's start and label).
-    let watch = CalloutWatch()
     /// Items taken into `batch` and not yet run (published by the loop thread, for `statistics`).
     let batchWaiting = Atomic<Int>(0)
     /// When the oldest item still waiting in `batch` was posted (0: none, or posts are not timed).
