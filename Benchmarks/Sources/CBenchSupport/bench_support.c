@@ -3,7 +3,9 @@
 
 #include <errno.h>
 #include <linux/futex.h>
+#include <fcntl.h>
 #include <malloc.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -34,6 +36,20 @@ void bench_store_release(uint32_t *word, uint32_t value) {
 // MARK: threads
 
 pid_t bench_gettid(void) { return (pid_t)syscall(SYS_gettid); }
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+// PIDFD_THREAD is O_EXCL (linux/pidfd.h, 6.9); older headers lack the name.
+int bench_thread_pidfd(pid_t tid) { return (int)syscall(SYS_pidfd_open, tid, O_EXCL); }
+
+int bench_wait_thread_exit(int pidfd) {
+    struct pollfd entry = { .fd = pidfd, .events = POLLIN };
+    int rc;
+    do { rc = poll(&entry, 1, -1); } while (rc < 0 && errno == EINTR);
+    close(pidfd);
+    return rc < 0 ? -1 : 0;
+}
 
 int bench_eventfd(void) { return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); }
 

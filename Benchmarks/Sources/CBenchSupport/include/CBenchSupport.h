@@ -24,6 +24,13 @@ int bench_pin_tid(pid_t tid, int cpu);
 /// Restores a thread (by kernel id, 0 = caller) to the affinity the process started with.
 int bench_unpin_tid(pid_t tid);
 
+/// A descriptor that becomes readable when the kernel thread `tid` has exited
+/// (pidfd_open with PIDFD_THREAD, Linux 6.9), or -1 with errno. For a thread that cannot be
+/// joined (Foundation's `Thread` is detached).
+int bench_thread_pidfd(pid_t tid);
+/// Sleeps until `pidfd` is readable (its thread has exited), then closes it. 0, or -1 with errno.
+int bench_wait_thread_exit(int pidfd);
+
 /// eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC): a pollable descriptor for the watch figures. -1 on failure.
 int bench_eventfd(void);
 
