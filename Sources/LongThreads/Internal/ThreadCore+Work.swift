@@ -62,9 +62,9 @@ extension ThreadCore: RunLoopEngineDelegate {
         let eligible = currentEligibility()
         let started = beginCallout()
         defer { endCallout() }
-        drainDepth += 1
-        defer { drainDepth -= 1 }
-        var index = batchHead
+        batch.drainDepth += 1
+        defer { batch.drainDepth -= 1 }
+        var index = batch.head
         var stopping = false
         var ran = 0
         var totalRun = 0
@@ -75,7 +75,7 @@ extension ThreadCore: RunLoopEngineDelegate {
         var answeredCaller = false
         var lingered: UInt64 = 0
         drain: while true {
-            while index < batch.count {
+            while index < batch.entries.count {
                 // One load for every hint (a stop, urgent work, a monitor, an instrument).
                 let hints = self.hints.load(ordering: .relaxed)
                 if hints & Hints.discard != 0 { break drain }
@@ -85,14 +85,11 @@ extension ThreadCore: RunLoopEngineDelegate {
                     yielded = true
                     break drain
                 }
-                if batch[index].modes & eligible != 0 {
-                    let postedAt = batch[index].postedAt
-                    let item = batch[index].take()
+                if batch.entries[index].modes & eligible != 0 {
+                    let postedAt = batch.entries[index].postedAt
+                    let item = batch.take(at: index)
                     if case .waiting(let work) = item, work is BlockingWork { answeredCaller = true }
-                    if index == batchHead { batchHead += 1 }
-                    if batchHead < batch.count, batch[batchHead].isTaken { advanceBatchHead() }
-                    untakenInBatch -= 1
-                    batchWaiting.store(untakenInBatch, ordering: .relaxed)
+                    batchWaiting.store(batch.untaken, ordering: .relaxed)
                     // A stamped item runs timed even after its monitor left: it keeps the age of
                     // the oldest waiting item true (`statistics`).
                     if hints & Hints.timesPosts != 0 || postedAt != 0 || timingItems {
@@ -106,15 +103,15 @@ extension ThreadCore: RunLoopEngineDelegate {
                 }
                 index += 1
             }
-            compactBatch(&index)
+            batch.compact(&index)
             let yieldToLoop = refills == Self.refillsPerCallout
             let lingerFor = answeredCaller && !yieldToLoop ? CLongThreadsShims_lingerBudget() : 0
             var (gotMore, isStopping) = shared.withLock { state in
                 publishCounters(into: &state, ran: ran)
                 if state.countsWakeUps, let engine, !engine.countingWakeUps { engine.countWakeUps() }
                 if yieldToLoop, !state.queue.isEmpty { return (false, false) }
-                let before = batch.count
-                let gotMore = state.queue.moveAll(to: &batch, staysActive: lingerFor > 0 && !state.lifecycle.isStopping)
+                let before = batch.entries.count
+                let gotMore = state.queue.moveAll(to: &batch.entries, staysActive: lingerFor > 0 && !state.lifecycle.isStopping)
                 if gotMore { noteBatchGrew(from: before) }
                 return (gotMore, state.lifecycle.isStopping)
             }
@@ -149,7 +146,7 @@ extension ThreadCore: RunLoopEngineDelegate {
         shared.withLock { $0.busyNanoseconds += busy }
         // The flag first: binding the optional existential copies it (about 20 instructions).
         if hasInstrument, totalRun > 0, let instrument {
-            let depth = shared.withLock { $0.queue.count } + untakenInBatch
+            let depth = shared.withLock { $0.queue.count } + batch.untaken
             instrument.record(.batch(
                 name: name, tasks: totalRun, busy: .nanoseconds(busy),
                 waited: .nanoseconds(longestWait), queueDepth: depth
@@ -179,8 +176,8 @@ extension ThreadCore: RunLoopEngineDelegate {
             let outcome: (gotMore: Bool, isStopping: Bool)? = shared.withLock { state in
                 let isStopping = state.lifecycle.isStopping
                 if state.queue.isEmpty, !expired, !isStopping { return nil }
-                let before = batch.count
-                let gotMore = state.queue.moveAll(to: &batch)
+                let before = batch.entries.count
+                let gotMore = state.queue.moveAll(to: &batch.entries)
                 if gotMore { noteBatchGrew(from: before) }
                 return (gotMore, isStopping)
             }
@@ -245,7 +242,7 @@ extension ThreadCore: RunLoopEngineDelegate {
         var waited: UInt64 = 0
         if postedAt != 0 {
             waited = now > postedAt ? now - postedAt : 0
-            batchOldestPostedAt.store(batchHead < batch.count ? batch[batchHead].postedAt : 0, ordering: .relaxed)
+            batchOldestPostedAt.store(batch.oldestPostedAt, ordering: .relaxed)
             if timingItems { checkDelivery(of: item, waited: waited) }
         }
         guard timingItems || isMonitored else {
@@ -282,10 +279,10 @@ extension ThreadCore: RunLoopEngineDelegate {
 
     /// Loop thread: `batch` grew from `before` entries (a refill, under the lock).
     private func noteBatchGrew(from before: Int) {
-        untakenInBatch += batch.count - before
-        batchWaiting.store(untakenInBatch, ordering: .relaxed)
-        if before == 0 || batchOldestPostedAt.load(ordering: .relaxed) == 0, batchHead < batch.count {
-            batchOldestPostedAt.store(batch[batchHead].postedAt, ordering: .relaxed)
+        batch.grew(from: before)
+        batchWaiting.store(batch.untaken, ordering: .relaxed)
+        if before == 0 || batchOldestPostedAt.load(ordering: .relaxed) == 0 {
+            batchOldestPostedAt.store(batch.oldestPostedAt, ordering: .relaxed)
         }
     }
 
@@ -327,9 +324,7 @@ extension ThreadCore: RunLoopEngineDelegate {
         if state.lifecycle.isStopping || !state.queue.urgent.isEmpty { return true }
         let mask = state.modes.eligibility(inModeNamed: mode)
         if mask == 0 { return false }
-        // Taken entries have no modes left, so they never match.
-        for entry in batch[batchHead...] where entry.modes & mask != 0 { return true }
-        return state.queue.entries.contains { $0.modes & mask != 0 }
+        return batch.hasEntry(eligibleIn: mask) || state.queue.entries.contains { $0.modes & mask != 0 }
     }
 
     func engineDidWake() {
@@ -346,7 +341,7 @@ extension ThreadCore: RunLoopEngineDelegate {
         }
         while !discardRequested {
             let mode: String? = shared.withLock { state in
-                let first = batch[batchHead...].first { !$0.isTaken } ?? state.queue.entries.first
+                let first = batch.firstUntaken ?? state.queue.entries.first
                 return first.map { state.modes.drainMode(for: $0.modes) }
             }
             guard let mode else { break }
@@ -443,38 +438,9 @@ extension ThreadCore: RunLoopEngineDelegate {
         return mask
     }
 
-    @inline(__always)
-    private func advanceBatchHead() {
-        while batchHead < batch.count, batch[batchHead].isTaken { batchHead += 1 }
-    }
-
-    /// Drops run entries from `batch` when no outer drain holds an index into it.
-    private func compactBatch(_ index: inout Int) {
-        guard drainDepth == 1 else { return }
-        if batchHead == batch.count {
-            if batch.count <= 4 {
-                // A round trip's batch: `removeLast` is inlined, where `removeAll`'s generic
-                // range replacement cost ~100 instructions per drain.
-                while !batch.isEmpty { batch.removeLast() }
-            } else {
-                batch.removeAll(keepingCapacity: true)
-            }
-            batchHead = 0
-            index = 0
-        } else if batch.count >= 1024, batchHead > batch.count / 2 || batch.count > 4096 {
-            // Entries waiting for another mode stay; taken slots between them go.
-            batch.removeAll { $0.isTaken }
-            batchHead = 0
-            index = batch.count
-        }
-    }
-
     /// Discards everything in the batch, telling each waiter once every dropped closure is released.
     func discardBatch() {
-        var dropped: [QueueEntry] = []
-        swap(&dropped, &batch)
-        batchHead = 0
-        untakenInBatch = 0
+        var dropped = batch.removeAll()
         batchWaiting.store(0, ordering: .relaxed)
         batchOldestPostedAt.store(0, ordering: .relaxed)
         var toTell: [WorkItem] = []

@@ -7,7 +7,8 @@ import Synchronization
 ///
 /// `LongThread` is the handle users hold; this object is held by the handle and by the pthread, and
 /// holds the handle only weakly, so dropping the last handle stops the thread (`handleReleased`).
-/// The work path is in `ThreadCore+Work.swift`, the stop path in `ThreadCore+Stop.swift`.
+/// The work path is in `ThreadCore+Work.swift`, the stop path in `ThreadCore+Stop.swift`; state of
+/// its own concern lives in `StartHandshake`, `CalloutWatch` and `DrainBatch`.
 final class ThreadCore: @unchecked Sendable {
     // MARK: Immutable
     let name: String?
@@ -55,13 +56,8 @@ final class ThreadCore: @unchecked Sendable {
     // (`@exclusivity(unchecked)`: one thread touches these, and the drain reads them per item, where
     // dynamic exclusivity checks showed up in profiles.)
     var engine: RunLoopEngine?
-    /// Entries taken from the queue, not yet run: ones that may not run in the current mode stay
-    /// here in order, and a run nested inside a task continues this batch before newer work.
-    @exclusivity(unchecked) var batch: [QueueEntry] = []
-    /// The first entry of `batch` not yet taken.
-    @exclusivity(unchecked) var batchHead = 0
-    /// How many drains are on the stack (a task may run the loop nested).
-    @exclusivity(unchecked) var drainDepth = 0
+    /// Entries taken from the queue, not yet run (`DrainBatch`).
+    @exclusivity(unchecked) var batch = DrainBatch()
     /// The eligibility mask of the last mode a drain ran in, and the modes generation it saw.
     var eligibilityCache: (mode: String, mask: ModeTable.Mask)?
     var seenModesGeneration = 0
@@ -80,8 +76,6 @@ final class ThreadCore: @unchecked Sendable {
     var itemLabel: String?
     /// A slow delivery was reported and no item has started on time since (one report per backlog).
     var slowDeliveryReported = false
-    /// Entries of `batch` not yet taken.
-    @exclusivity(unchecked) var untakenInBatch = 0
     /// When the last linger that found no work began (0: none pending): the next stamped post
     /// tells how late the caller came back (`linger`).
     @exclusivity(unchecked) var lingerMissedAt: UInt64 = 0
