@@ -74,4 +74,24 @@ struct CallbackDepthTests {
         let growth = Int(bitPattern: recorded[1]) - Int(bitPattern: recorded[calls - 1])
         #expect(growth < Self.stackSlack, "the stack grew \(growth) bytes over \(calls) calls")
     }
+
+    @Test("a repeating timer's 2,000th call starts as high on the stack as its second")
+    func repeatingTimerStackStaysFlat() throws {
+        let thread = try LongThread(name: "lt-depth-timer")
+        defer { thread.stop() }
+        let calls = 2_000
+        let depths = Recorder<UInt>()
+        let all = Latch(count: calls)
+        let timer = try thread.schedule(every: .microseconds(20)) { timer in
+            depths.record(Self.stackDepthMarker())
+            all.countDown()
+            if depths.events.count == calls { timer.cancel() }
+        }
+        defer { timer.cancel() }
+        #expect(all.wait())
+        let recorded = depths.events
+        try #require(recorded.count >= calls)
+        let growth = Int(bitPattern: recorded[1]) - Int(bitPattern: recorded[calls - 1])
+        #expect(growth < Self.stackSlack, "the stack grew \(growth) bytes over \(calls) calls")
+    }
 }
