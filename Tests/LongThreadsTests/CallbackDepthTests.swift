@@ -20,6 +20,13 @@ struct CallbackDepthTests {
         return withUnsafeMutablePointer(to: &local) { UInt(bitPattern: $0) }
     }
 
+    /// The stack depth at the 2nd and the `calls`-th call differ by less than `stackSlack`.
+    static func expectFlat(_ recorded: [UInt], calls: Int, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        try #require(recorded.count >= calls, sourceLocation: sourceLocation)
+        let growth = Int(bitPattern: recorded[1]) - Int(bitPattern: recorded[calls - 1])
+        #expect(growth < stackSlack, "the stack grew \(growth) bytes over \(calls) calls", sourceLocation: sourceLocation)
+    }
+
     @Test("a descriptor handler's 2,000th call starts as high on the stack as its second")
     func descriptorHandlerStackStaysFlat() throws {
         let thread = try LongThread(name: "lt-depth-watch")
@@ -44,10 +51,7 @@ struct CallbackDepthTests {
         let bytes = [UInt8](repeating: 7, count: calls)
         #expect(write(fds[1], bytes, bytes.count) == calls)
         #expect(all.wait())
-        let recorded = depths.events
-        try #require(recorded.count == calls)
-        let growth = Int(bitPattern: recorded[1]) - Int(bitPattern: recorded[calls - 1])
-        #expect(growth < Self.stackSlack, "the stack grew \(growth) bytes over \(calls) calls")
+        try Self.expectFlat(depths.events, calls: calls)
     }
 
     @Test("an observer's 2,000th call starts as high on the stack as its second")
@@ -69,10 +73,7 @@ struct CallbackDepthTests {
                 runs += 1
             }
         }
-        let recorded = depths.events
-        try #require(recorded.count >= calls)
-        let growth = Int(bitPattern: recorded[1]) - Int(bitPattern: recorded[calls - 1])
-        #expect(growth < Self.stackSlack, "the stack grew \(growth) bytes over \(calls) calls")
+        try Self.expectFlat(depths.events, calls: calls)
     }
 
     @Test("a repeating timer's 2,000th call starts as high on the stack as its second")
@@ -89,9 +90,6 @@ struct CallbackDepthTests {
         }
         defer { timer.cancel() }
         #expect(all.wait())
-        let recorded = depths.events
-        try #require(recorded.count >= calls)
-        let growth = Int(bitPattern: recorded[1]) - Int(bitPattern: recorded[calls - 1])
-        #expect(growth < Self.stackSlack, "the stack grew \(growth) bytes over \(calls) calls")
+        try Self.expectFlat(depths.events, calls: calls)
     }
 }
