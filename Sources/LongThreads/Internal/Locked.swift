@@ -13,6 +13,10 @@ import Glibc
 /// A handle to one allocation holding both the value and the mutex (a `ManagedBuffer`: the mutex
 /// is its element, at a stable address), so copies share the lock. A class holding the mutex
 /// through a pointer cost a second allocation per lock, five per thread's life.
+///
+/// Never a bare closure (or an optional or tuple of one) as `State`: the state is stored at the
+/// most general abstraction, and each `inout` access converts such a closure and stores it back
+/// wrapped in two more thunks (`AttachedCallback` keeps its callback in a class for this reason).
 struct Locked<State>: @unchecked Sendable {
     private final class Storage: ManagedBuffer<State, pthread_mutex_t> {
         deinit {
