@@ -3,12 +3,15 @@ import Foundation
 /// A timer on a LongThread's run loop: delayed work (``LongThread/perform(after:modes:_:)``) or a
 /// repeating callback (``LongThread/schedule(every:tolerance:modes:_:)``).
 ///
-/// Built on CFRunLoopTimer, not Foundation's `Timer` (which never frees its closure on Linux).
+/// Not Foundation's `Timer` (which never frees its closure on Linux), nor a CF timer each: a
+/// thread keeps its timers in a heap by deadline under one CF timer, so scheduling and cancelling
+/// cost O(log n) in the timers pending on the thread.
+/// - Order: timers due at the same instant fire in the order they were scheduled.
 /// - Runs on: the thread, in a run-loop pass in one of its modes: while the loop runs another
 ///   mode (a nested tracking run, say), the timer waits, as a scroll view's default-mode timer does.
 /// - Missed fire times: skipped, not bunched. A repeating timer whose callback ran long fires next
 ///   on its original grid, at the first grid point after now.
-/// - Tolerance: kept and reported, not applied: CF ignores it on Linux and fires at the exact date.
+/// - Tolerance: kept and reported, not applied: the thread fires each timer at its exact deadline.
 /// - Ends: by ``cancel()`` (any thread), after a one-shot timer fired, or when its thread begins
 ///   stopping; in every case its closure is released, and a caller awaiting
 ///   ``LongThread/run(after:modes:_:)`` is told ``LongThreadError/discarded``.
@@ -28,23 +31,16 @@ public final class LongThreadTimer: @unchecked Sendable {
     // MARK: Immutable
     /// The interval of a repeating timer; nil for a one-shot timer.
     public let interval: Duration?
-    /// The tolerance asked for; CF on Linux does not apply it (see the type's documentation).
+    /// The tolerance asked for; not applied (see the type's documentation).
     public let tolerance: Duration
     private weak var core: ThreadCore?
 
     // MARK: Guarded by its own lock
     private let state: Locked<State>
 
-    // MARK: Guarded by its own lock
-    /// The CF timer, once `schedule` made it. Locked: `run(after:)`'s cancellation handler may
-    /// cancel the timer while another thread schedules it.
-    private let item = Locked<EngineItem?>(nil)
-
-    /// Gives the timer its CF item; false (nothing to add) if it was cancelled already.
-    func attach(_ engineItem: EngineItem) -> Bool {
-        item.withLock { $0 = engineItem }
-        return !isCancelled
-    }
+    // MARK: Guarded by its thread's lock (`ThreadCore.shared`)
+    /// Where the thread's `TimerSchedule` keeps it (a heap index, or a marker).
+    var scheduleSlot = TimerSchedule.nowhere
 
     init(core: ThreadCore, work: Work, interval: Duration?, tolerance: Duration) {
         self.core = core
@@ -71,7 +67,6 @@ public final class LongThreadTimer: @unchecked Sendable {
     /// releases it with everything else it drops, then tells its waiter (`ThreadCore.tell`).
     func cancelReturningWork() -> WorkItem? {
         let work = end()
-        item.withLock { $0 }?.invalidate()
         core?.timerEnded(self)
         guard case .once(let item) = work else { return nil }
         return item
@@ -127,7 +122,7 @@ extension LongThread {
     /// timer is cancelled (the callback gets it, to cancel itself) or the thread stops.
     ///
     /// - Missed fire times are skipped, not bunched.
-    /// - `tolerance` is recorded but not applied on Linux (see ``LongThreadTimer``).
+    /// - `tolerance` is recorded but not applied (see ``LongThreadTimer``).
     /// - Throws: ``LongThreadError/stopped`` after a stop began.
     /// - Precondition: `interval` is positive.
     /// - Callable from: any thread, task or actor.

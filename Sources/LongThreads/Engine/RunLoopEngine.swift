@@ -1,3 +1,4 @@
+import CLongThreadsShims
 import CoreFoundation
 
 /// What the engine reports to the thread it serves. Loop thread only.
@@ -10,6 +11,8 @@ protocol RunLoopEngineDelegate: AnyObject {
     func engineDidExitRun()
     /// The loop woke from sleep.
     func engineDidWake()
+    /// The timer source fired (a deadline passed, or due timers may run in the mode entered).
+    func engineServiceTimers()
 }
 
 /// The CFRunLoop of one thread: the only type that touches CoreFoundation's run loop, so the engine
@@ -24,7 +27,12 @@ protocol RunLoopEngineDelegate: AnyObject {
 /// - one observer for entry and exit (nested runs: any task may run the loop itself), and for
 ///   after-waiting only when someone counts wake-ups (an owner to check, an instrument, or a
 ///   reader of `statistics`): that callout costs CF a pass over its observers on every wake-up.
-///   Counting can begin later (`countWakeUps()`), with a second observer.
+///   Counting can begin later (`countWakeUps()`), with a second observer;
+/// - for `LongThreadTimer`s, made by the first one (`armTimers(for:)`): one CF timer armed for the
+///   earliest deadline of the thread's `TimerSchedule`, whose callout only signals one more
+///   version-0 source, which runs the due timers. Timers run from a source, not from CF's timer
+///   callout, because CF never calls a timer out again while its callout runs: a timer's work that
+///   ran the loop nested would hold back every other timer of the thread.
 /// All are in the default mode and in each custom mode work is posted in (`add(modeNamed:)`),
 /// not in CF's common modes: every mode work can run in is registered with the thread, so the
 /// common-mode bookkeeping only cost CF instructions (about 16,000 per thread's life, callgrind).
@@ -45,6 +53,8 @@ final class RunLoopEngine: @unchecked Sendable {
     /// made by the first watch (most threads have none). Guarded by the thread's lock; `tearDown`
     /// reads it after that lock took the engine away from every other thread.
     private var watches: DescriptorWatches?
+    /// The timer machinery (see above), made by the first timer. Guarded by the thread's lock.
+    private var timers: (deadline: CFRunLoopTimer, source: CFRunLoopSource)?
     /// What the sources' and the observer's info pointers point at (unretained: the engine keeps it
     /// alive, and they call out only while the loop runs, which ends before the engine goes).
     private let callouts: Callouts
@@ -94,6 +104,28 @@ final class RunLoopEngine: @unchecked Sendable {
         try DescriptorHeadroom.withDescriptors(DescriptorHeadroom.mode) { add(toMode: mode) }
         customModes.append(mode)
         if let wakeObserver { CFRunLoopAddObserver(runLoop, wakeObserver, mode) }
+        if let timers { add(timers, toMode: mode) }
+    }
+
+    /// Arms the thread's CF timer for `deadline` (monotonic nanoseconds; `.max`: disarms it), making
+    /// it on first use. Any thread, under the thread's lock, only while the loop lives. A deadline
+    /// already past fires at the loop's next pass.
+    func armTimers(for deadline: UInt64) {
+        let timers = self.timers ?? makeTimers()
+        let fireDate: CFAbsoluteTime
+        if deadline == .max {
+            fireDate = .greatestFiniteMagnitude // CF clamps it to its own limit
+        } else {
+            let now = CLongThreadsShims_monotonicNanoseconds()
+            let seconds = deadline > now ? Double(deadline - now) / 1e9 : 0
+            fireDate = CFAbsoluteTimeGetCurrent() + seconds
+        }
+        CFRunLoopTimerSetNextFireDate(timers.deadline, fireDate)
+    }
+
+    /// Loop thread: due timers may run in the mode just entered; runs the timer source in this pass.
+    func signalTimers() {
+        if let timers { CFRunLoopSourceSignal(timers.source) }
     }
 
     /// Loop thread, under the thread's lock: from now on reports every wake-up, in every mode the
@@ -178,6 +210,32 @@ final class RunLoopEngine: @unchecked Sendable {
     }
 
     // MARK: - Construction
+
+    private func makeTimers() -> (deadline: CFRunLoopTimer, source: CFRunLoopSource) {
+        var context = CFRunLoopSourceContext()
+        context.version = 0
+        context.info = Unmanaged.passUnretained(callouts).toOpaque()
+        context.perform = { info in Callouts.from(info).delegate.engineServiceTimers() }
+        let source = CFRunLoopSourceCreate(nil, 0, &context)!
+        // The CF timer's info is the source (the engine keeps both). It repeats so that CF never
+        // invalidates it after a callout; its interval is CF's longest, and `armTimers` sets each
+        // next fire date.
+        var timerContext = CFRunLoopTimerContext()
+        timerContext.info = Unmanaged.passUnretained(source).toOpaque()
+        let deadline = CFRunLoopTimerCreate(nil, .greatestFiniteMagnitude, 1e9, 0, 0, { _, info in
+            CFRunLoopSourceSignal(Unmanaged<CFRunLoopSource>.fromOpaque(info!).takeUnretainedValue())
+        }, &timerContext)!
+        let made = (deadline: deadline, source: source)
+        add(made, toMode: kCFRunLoopDefaultMode)
+        for mode in customModes { add(made, toMode: mode) }
+        timers = made
+        return made
+    }
+
+    private func add(_ timers: (deadline: CFRunLoopTimer, source: CFRunLoopSource), toMode mode: CFString) {
+        CFRunLoopAddSource(runLoop, timers.source, mode)
+        CFRunLoopAddTimer(runLoop, timers.deadline, mode)
+    }
 
     private func add(toMode mode: CFString?) {
         CFRunLoopAddSource(runLoop, workSource, mode)

@@ -6,12 +6,12 @@ struct DeadlineKey: Hashable {
     let modes: [String]
 }
 
-/// The work due at one deadline, in the order it was posted, behind one CF timer
-/// (`LongThreadTimer`, the same mechanism as `perform(after:)`).
+/// The work due at one deadline, in the order it was posted, behind one `LongThreadTimer` (the
+/// same mechanism as `perform(after:)`).
 ///
-/// CF orders timers by a fire time it converts from wall-clock dates at each insertion, so two
-/// timers for the same instant may fire in either order; one timer per deadline keeps work posted
-/// for equal deadlines in FIFO order. Posting to a bucket and taking its items both happen under
+/// The thread's timers are ordered by a monotonic deadline each computes from the instant when it
+/// is scheduled, so two timers for the same instant may differ by the clock reads between them;
+/// one timer per deadline keeps work posted for equal deadlines in FIFO order. Posting to a bucket and taking its items both happen under
 /// the thread's lock: work posted after the timer fired goes to a new bucket (and timer).
 final class DeadlineBucket: WaitingWork, @unchecked Sendable {
     private weak var core: ThreadCore?

@@ -14,19 +14,61 @@ extension LongThreadTimer: LoopAttachment {}
 /// loop of a thread that has exited (that forms a retain cycle in CF and leaks the loop).
 extension ThreadCore {
     func schedule(_ timer: LongThreadTimer, after delay: Duration, modes: [RunLoop.Mode]) throws(LongThreadError) {
-        let item = EngineItem.timer(after: delay, interval: timer.interval) { [weak self, weak timer] in
-            guard let timer else { return }
-            if let self { self.runCallout { timer.fire() } } else { timer.fire() }
-        }
-        guard timer.attach(item) else { return } // cancelled already (run(after:) racing its task)
+        let deadline = CLongThreadsShims_monotonicNanoseconds() &+ UInt64(delay.clampedNanoseconds)
         try shared.withLock { (state: inout SharedState) throws(LongThreadError) in
             guard state.lifecycle.acceptsWork, let engine = state.engine else { throw LongThreadError.stopped }
-            _ = try state.mask(for: modes)
-            // A cancel after `attach` either comes before this check, or invalidates the CF timer
-            // (CF then skips or undoes the add) and removes the entry once this lock is released.
+            let mask = try state.mask(for: modes)
+            // A cancel either comes before this check, or its `timerEnded` waits for this lock and
+            // then takes the timer out again (`run(after:)`'s task cancelled while it schedules).
             guard !timer.isCancelled else { return }
-            engine.add(item, modes: modes)
             state.timers[ObjectIdentifier(timer)] = timer
+            state.timerSchedule.insert(timer, deadline: deadline, modes: mask)
+            Self.armTimers(engine, state: &state)
+        }
+    }
+
+    /// Under the lock: arms the engine's CF timer for the earliest pending deadline, unless it is
+    /// armed for that or earlier already (a cancel leaves it armed: it fires once for nothing).
+    private static func armTimers(_ engine: RunLoopEngine?, state: inout SharedState) {
+        guard let engine, let next = state.timerSchedule.earliestDeadline, next < state.timerSchedule.armedFor else { return }
+        state.timerSchedule.armedFor = next
+        engine.armTimers(for: next)
+    }
+
+    /// Loop thread: the timer source fired. Runs, oldest deadline first, each due timer that may
+    /// run in the current mode; the others wait in the schedule for a pass in one of their modes.
+    /// Then arms the CF timer for the next deadline.
+    func engineServiceTimers() {
+        let eligible = currentEligibility()
+        // Timers scheduled from here on (a zero delay included) wait for the next pass.
+        shared.withLock { state in
+            state.timerSchedule.moveDue(upTo: CLongThreadsShims_monotonicNanoseconds())
+            // The CF timer fired, or will fire for a deadline now taken: either way it is spent.
+            // Armed again before any timer runs: one whose work runs the loop nested must not
+            // hold back the next deadline.
+            state.timerSchedule.armedFor = .max
+            Self.armTimers(state.engine, state: &state)
+        }
+        // One at a time: a timer's work may run the loop nested, and that run takes due timers too.
+        while let entry = shared.withLock({ $0.timerSchedule.takeDue(eligibleIn: eligible) }) {
+            runCallout { entry.timer.fire() }
+            if let interval = entry.timer.interval { reschedule(entry, every: interval) }
+        }
+    }
+
+    /// Loop thread: puts a repeating timer back for the first fire time of its grid after now (fire
+    /// times missed while its callback or other work ran are skipped, not bunched).
+    private func reschedule(_ entry: TimerSchedule.Entry, every interval: Duration) {
+        let step = UInt64(max(interval.clampedNanoseconds, 1))
+        let now = CLongThreadsShims_monotonicNanoseconds()
+        let missed = now >= entry.deadline ? (now - entry.deadline) / step + 1 : 1
+        let next = entry.deadline &+ missed &* step
+        shared.withLock { state in
+            // Under the lock: a cancel that ended the timer before this check took it out of
+            // `timers` already; one after it waits for the lock and takes the timer out again.
+            guard !entry.timer.isCancelled, state.timers[ObjectIdentifier(entry.timer)] != nil else { return }
+            state.timerSchedule.insert(entry.timer, deadline: next, modes: entry.modes)
+            Self.armTimers(state.engine, state: &state)
         }
     }
 
@@ -44,7 +86,10 @@ extension ThreadCore {
     }
 
     func timerEnded(_ timer: LongThreadTimer) {
-        _ = shared.withLock { $0.timers.removeValue(forKey: ObjectIdentifier(timer)) }
+        _ = shared.withLock { state in
+            state.timerSchedule.remove(timer)
+            return state.timers.removeValue(forKey: ObjectIdentifier(timer))
+        }
     }
 
     func register(_ attachment: some LoopAttachment, item: EngineItem, modes: [RunLoop.Mode]) throws(LongThreadError) {

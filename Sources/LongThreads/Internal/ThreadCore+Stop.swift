@@ -23,6 +23,7 @@ extension ThreadCore {
                 state.backpressure?.wakeAll() // producers waiting for room: they now get `.stopped`
                 let timers = Array(state.timers.values)
                 state.timers = [:]
+                state.timerSchedule.removeAll()
                 guard action == .discard else { return (state.engine, [], false, timers) }
                 hints.bitwiseOr(Hints.discard, ordering: .relaxed)
                 let (dropped, mustTell) = state.queue.removeAll()

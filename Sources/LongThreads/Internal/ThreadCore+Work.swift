@@ -298,11 +298,12 @@ extension ThreadCore: RunLoopEngineDelegate {
         // signal again. Work already waiting gets a look only if it may run in this mode (or a
         // stop must end the run): a signal with nothing to do still counts as a handled source,
         // which ends a `RunLoop.run(mode:before:)` at once, and a task looping on it would spin.
-        let mustLook = shared.withLock { state in
+        let (mustLook, timersDue) = shared.withLock { state in
             state.queue.consumerSuspended()
-            return hasWork(eligibleIn: mode, state: state)
+            return (hasWork(eligibleIn: mode, state: state), hasDueTimers(eligibleIn: mode, state: state))
         }
         if mustLook { engine?.signal() }
+        if timersDue { engine?.signalTimers() }
         // The task's callout pauses: the loop turns again (a monitor sees an idle thread).
         if calloutDepth > 0 { publishCalloutStart(0) }
     }
@@ -310,8 +311,12 @@ extension ThreadCore: RunLoopEngineDelegate {
     func engineDidExitRun() {
         _ = runModes.popLast()
         // Back in the enclosing run (if any): work for its mode may have arrived meanwhile.
-        if let enclosing = runModes.last, shared.withLock({ hasWork(eligibleIn: enclosing, state: $0) }) {
-            engine?.signal()
+        if let enclosing = runModes.last {
+            let (mustLook, timersDue) = shared.withLock { state in
+                (hasWork(eligibleIn: enclosing, state: state), hasDueTimers(eligibleIn: enclosing, state: state))
+            }
+            if mustLook { engine?.signal() }
+            if timersDue { engine?.signalTimers() }
         }
         // The task that ran the loop nested resumes: a new callout, under its own label.
         if calloutDepth > 0 { beginCallout(resuming: true) }
@@ -325,6 +330,13 @@ extension ThreadCore: RunLoopEngineDelegate {
         let mask = state.modes.eligibility(inModeNamed: mode)
         if mask == 0 { return false }
         return batch.hasEntry(eligibleIn: mask) || state.queue.entries.contains { $0.modes & mask != 0 }
+    }
+
+    /// Loop thread, under the lock: whether a timer whose deadline passed while the loop ran
+    /// other modes may run in `mode`.
+    private func hasDueTimers(eligibleIn mode: String, state: SharedState) -> Bool {
+        guard !state.timerSchedule.due.isEmpty else { return false }
+        return state.timerSchedule.hasDue(eligibleIn: state.modes.eligibility(inModeNamed: mode))
     }
 
     func engineDidWake() {
@@ -427,7 +439,7 @@ extension ThreadCore: RunLoopEngineDelegate {
         timersFired = 0
     }
 
-    private func currentEligibility() -> ModeTable.Mask {
+    func currentEligibility() -> ModeTable.Mask {
         guard let mode = engine?.currentModeName() else { return 0 }
         let generation = modesGeneration.load(ordering: .acquiring)
         if let cache = eligibilityCache, cache.mode == mode, generation == seenModesGeneration { return cache.mask }

@@ -98,6 +98,8 @@ final class ThreadCore: @unchecked Sendable {
         var discarded = 0
         /// Timers not yet fired or cancelled: a stop cancels them.
         var timers: [ObjectIdentifier: LongThreadTimer] = [:]
+        /// The same timers by deadline, for the engine's one CF timer (due ones wait there too).
+        var timerSchedule = TimerSchedule()
         /// Observers and descriptor sources: the loop's exit cancels them.
         var attachments: [ObjectIdentifier: any LoopAttachment] = [:]
         /// Whether the loop counts its wake-ups: from the start with an owner or an instrument,

@@ -1,6 +1,8 @@
 import CBenchSupport
 import Glibc
 import LongThreads
+import NIOCore
+import NIOPosix
 import Synchronization
 
 /// Cost as work grows, for LongThread alone (issue 12): idle threads, descriptor watches and
@@ -147,28 +149,51 @@ enum Scaling {
     // MARK: Timers
 
     /// N one-hour `perform(after:)` timers pending on one thread: the time to add one and to
-    /// cancel one (all added, then all cancelled).
+    /// cancel one (all added, then all cancelled, until the thread has dropped them), beside the
+    /// same with NIO's `scheduleTask(in:)` on one event loop (its cancel from another thread is a
+    /// task on the loop, which the closing barrier waits for).
     static func pendingTimers(_ settings: Settings) -> Section {
         var add: [Double] = [], cancel: [Double] = []
+        var nioAdd: [Double] = [], nioCancel: [Double] = []
         for count in settings.timerCounts {
             let thread = must("create") { try LongThread(name: "bench-timers") }
             var timers: [LongThreadTimer] = []
             timers.reserveCapacity(count)
             var start = nowNanoseconds()
             for index in 0..<count {
-                // Spread over a minute, so CF's timer list is not one repeated date.
-                let delay = Duration.seconds(3_600) + .milliseconds(index % 60_000)
-                timers.append(must("perform(after:)") { try thread.perform(after: delay) {} })
+                // Spread over a minute, so the deadlines are not one repeated date.
+                timers.append(must("perform(after:)") { try thread.perform(after: delay(index)) {} })
             }
             add.append(Double(nowNanoseconds() - start) / Double(count) / 1e3)
             start = nowNanoseconds()
             for timer in timers { timer.cancel() }
+            must("sync") { try thread.sync {} }
             cancel.append(Double(nowNanoseconds() - start) / Double(count) / 1e3)
             thread.stop()
+
+            let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+            let loop = group.next()
+            var scheduled: [Scheduled<Void>] = []
+            scheduled.reserveCapacity(count)
+            start = nowNanoseconds()
+            for index in 0..<count {
+                scheduled.append(loop.scheduleTask(in: .milliseconds(Int64(delayMilliseconds(index)))) {})
+            }
+            nioAdd.append(Double(nowNanoseconds() - start) / Double(count) / 1e3)
+            start = nowNanoseconds()
+            for task in scheduled { task.cancel() }
+            must("barrier") { try loop.submit {}.wait() }
+            nioCancel.append(Double(nowNanoseconds() - start) / Double(count) / 1e3)
+            must("shutdown") { try group.syncShutdownGracefully() }
         }
         return Section(title: "Pending perform(after:) timers on one thread", counts: settings.timerCounts, lines: [
             Line(title: "add, per timer", unit: "µs", values: add),
             Line(title: "cancel, per timer", unit: "µs", values: cancel),
+            Line(title: "NIO scheduleTask(in:), per task", unit: "µs", values: nioAdd),
+            Line(title: "NIO cancel, per task", unit: "µs", values: nioCancel),
         ])
     }
+
+    private static func delayMilliseconds(_ index: Int) -> Int { 3_600_000 + index % 60_000 }
+    private static func delay(_ index: Int) -> Duration { .milliseconds(delayMilliseconds(index)) }
 }
