@@ -7,6 +7,10 @@ import Foundation
 /// thread keeps its timers in a heap by deadline under one CF timer, so scheduling and cancelling
 /// cost O(log n) in the timers pending on the thread.
 /// - Order: timers due at the same instant fire in the order they were scheduled.
+/// - Nested runs: the thread's timers run from a version-0 source, so, unlike a CF timer, one
+///   firing counts as a handled source: it ends a run that returns after one
+///   (`RunLoop.run(mode:before:)`, `CFRunLoopRunInMode` with `returnAfterSourceHandled`), and a
+///   cancelled earliest timer may end one such run without firing anything.
 /// - Runs on: the thread, in a run-loop pass in one of its modes: while the loop runs another
 ///   mode (a nested tracking run, say), the timer waits, as a scroll view's default-mode timer does.
 /// - Missed fire times: skipped, not bunched. A repeating timer whose callback ran long fires next

@@ -1,5 +1,6 @@
 import Foundation
 import LongThreads
+import LongThreadsTestSupport
 import Testing
 
 @Suite("Run-loop modes")
@@ -40,6 +41,37 @@ struct ModeTests {
         #expect(done)
         try thread.sync {}
         #expect(log.events == ["t1", "t2", "d1", "d2"])
+    }
+
+    @Test("a nested run in another mode sleeps while work for the enclosing mode waits: no spin")
+    func nestedRunSleeps() throws {
+        let thread = try LongThread(name: "lt-nested-sleeps")
+        defer { thread.stop() }
+        let inNestedRun = Latch()
+        let cpu = Recorder<Duration>()
+        try thread.perform { [tracking] in
+            // Registers `tracking` first, so the run below is of a mode the thread knows.
+            _ = try? thread.runNested(in: tracking, until: .now + .milliseconds(1)) { false }
+            inNestedRun.countDown()
+            let before = Self.threadCPUTime()
+            // Returns after each handled source and runs again, as a modal loop does.
+            _ = try? thread.runNested(in: tracking, until: .now + .milliseconds(300))
+            cpu.record(Self.threadCPUTime() - before)
+        }
+        #expect(inNestedRun.wait())
+        // Default-mode work, which the nested run may not run: it must wait without a busy loop.
+        let ran = Latch()
+        try thread.perform { ran.countDown() }
+        #expect(ran.wait())
+        let spent = try #require(cpu.events.first)
+        // A sleeping loop spends well under a millisecond here; a spinning one the whole 300 ms.
+        #expect(spent < .milliseconds(60), "the loop thread ran \(spent) of a 300 ms nested run")
+    }
+
+    static func threadCPUTime() -> Duration {
+        var now = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now)
+        return .seconds(now.tv_sec) + .nanoseconds(now.tv_nsec)
     }
 
     @Test("runNested returns false at its deadline")

@@ -52,11 +52,42 @@ struct TimerScheduleTests {
             }
             let pending = model.filter { inDue[ObjectIdentifier($0.timer)] != true }
             #expect(schedule.earliestDeadline == pending.map(\.deadline).min(), "step \(step)")
-            #expect(schedule.due.count == model.count - pending.count, "step \(step)")
+            #expect(schedule.dueCount == model.count - pending.count, "step \(step)")
         }
         schedule.removeAll()
         #expect(schedule.isEmpty)
         #expect(model.allSatisfy { $0.timer.scheduleSlot == TimerSchedule.nowhere })
+    }
+
+    @Test("10,000 timers due at once come back in deadline order, less those cancelled while due")
+    func massDue() {
+        let core = ThreadCore(name: "mass", owner: nil, options: .init())
+        var schedule = TimerSchedule()
+        var generator = SplitMix(seed: 7)
+        var timers: [(deadline: UInt64, timer: LongThreadTimer)] = []
+        for _ in 0..<10_000 {
+            let timer = LongThreadTimer(core: core, work: .repeating { _ in }, interval: .seconds(1), tolerance: .zero)
+            let deadline = generator.next() % 1_000
+            schedule.insert(timer, deadline: deadline, modes: 0b01)
+            timers.append((deadline, timer))
+        }
+        schedule.moveDue(upTo: 1_000)
+        #expect(schedule.earliestDeadline == nil)
+        #expect(schedule.dueCount == 10_000)
+        // Holes everywhere, the head included; each cancel finds its timer by its slot.
+        let cancelled = Set(timers.indices.filter { $0 % 3 == 0 })
+        for index in cancelled { schedule.remove(timers[index].timer) }
+        #expect(schedule.dueCount == 10_000 - cancelled.count)
+        #expect(schedule.takeDue(eligibleIn: 0b10) == nil)
+        var taken: [UInt64] = []
+        while let entry = schedule.takeDue(eligibleIn: 0b01) {
+            #expect(entry.timer.scheduleSlot == TimerSchedule.nowhere)
+            taken.append(entry.deadline)
+        }
+        #expect(taken.count == 10_000 - cancelled.count)
+        #expect(taken == taken.sorted())
+        #expect(schedule.isEmpty)
+        #expect(timers.allSatisfy { $0.timer.scheduleSlot == TimerSchedule.nowhere })
     }
 
     @Test("a timer whose work runs the loop nested does not hold back the thread's other timers")
@@ -84,14 +115,16 @@ struct TimerScheduleTests {
         defer { thread.stop() }
         let cancelledFired = Counter()
         let keptFired = Latch()
-        let cancelled = try thread.perform(after: .milliseconds(10)) { cancelledFired.increment() }
-        try thread.perform(after: .milliseconds(10)) { keptFired.countDown() }
         let (dueDuringRun, firedDuringRun) = try thread.sync { [tracking] () -> (Int, Bool) in
+            // Scheduled from the loop thread, which is busy until the nested run: neither can
+            // fire in the default mode first.
+            let cancelled = try thread.perform(after: .milliseconds(10)) { cancelledFired.increment() }
+            try thread.perform(after: .milliseconds(10)) { keptFired.countDown() }
             // Tracking-mode work proves the run passed both deadlines in a mode they may not run in.
             let trackingTicked = Latch()
             try thread.perform(after: .milliseconds(40), modes: [tracking]) { trackingTicked.countDown() }
             try thread.runNested(in: tracking, until: .now + .seconds(5)) { !trackingTicked.isOpen }
-            let due = thread.core.shared.withLock { $0.timerSchedule.due.count }
+            let due = thread.core.shared.withLock { $0.timerSchedule.dueCount }
             let fired = keptFired.isOpen
             cancelled.cancel()
             return (due, fired)
@@ -104,6 +137,52 @@ struct TimerScheduleTests {
         #expect(thread.statistics.pendingTimers == 0)
     }
 
+    @Test("a timer of another mode that fell due while the loop ran the default mode fires when a run in its mode begins")
+    func dueTimerFiresOnEntry() throws {
+        let thread = try LongThread(name: "lt-timer-entry")
+        defer { thread.stop() }
+        let fired = Latch()
+        try thread.perform(after: .milliseconds(5), modes: [tracking]) { fired.countDown() }
+        // The idle loop (default mode) meets the deadline and keeps the timer as due.
+        #expect(waitUntil { thread.core.shared.withLock { $0.timerSchedule.dueCount } == 1 })
+        #expect(!fired.isOpen)
+        let firedInNestedRun = try thread.sync { [tracking] () -> Bool in
+            // Only the run's entry can give it a look: nothing is posted, no deadline is left.
+            try thread.runNested(in: tracking, until: .now + .seconds(5)) { !fired.isOpen }
+            return fired.isOpen
+        }
+        #expect(firedInNestedRun)
+    }
+
+    @Test(".common work and timers waiting in a nested run run once its mode joins the common set")
+    func commonModeAddedDuringNestedRun() throws {
+        let thread = try LongThread(name: "lt-common-late")
+        defer { thread.stop() }
+        let workRan = Latch()
+        let timerFired = Latch()
+        let inNestedRun = Latch()
+        let outcome = Recorder<(work: Bool, timer: Bool)>()
+        try thread.perform { [tracking] in
+            // Registers `tracking` (not a common mode yet) and runs it nested until both ran.
+            _ = try? thread.runNested(in: tracking, until: .now + .milliseconds(1)) { false }
+            inNestedRun.countDown()
+            _ = try? thread.runNested(in: tracking, until: .now + .seconds(10)) { !(workRan.isOpen && timerFired.isOpen) }
+            outcome.record((workRan.isOpen, timerFired.isOpen))
+        }
+        #expect(inNestedRun.wait())
+        try thread.perform(modes: [.common]) { workRan.countDown() }
+        try thread.perform(after: .milliseconds(1), modes: [.common]) { timerFired.countDown() }
+        // Both wait: the nested run's mode is not common. Then it becomes one, and nothing else
+        // is posted (a post would make the nested run look again on its own).
+        usleep(20_000)
+        #expect(!workRan.isOpen && !timerFired.isOpen)
+        try thread.addCommonMode(tracking)
+        #expect(workRan.wait(timeout: .seconds(5)))
+        #expect(timerFired.wait(timeout: .seconds(5)))
+        try thread.sync {}
+        #expect(outcome.events.count == 1)
+    }
+
     @Test("of many pending timers, those cancelled from another thread never fire; the rest fire, equal delays in order")
     func manyTimersCancelHalf() throws {
         let thread = try LongThread(name: "lt-many-timers")
@@ -111,14 +190,24 @@ struct TimerScheduleTests {
         let count = 2_000
         let fired = Recorder<Int>()
         let allKeptFired = Latch(count: count / 2)
+        // The loop thread waits while timers are scheduled and cancelled: none can fire before
+        // every cancel is done, however slow this thread is.
+        let scheduled = Latch()
+        let blocked = Latch()
+        try thread.perform {
+            blocked.countDown()
+            _ = scheduled.wait()
+        }
+        #expect(blocked.wait())
         var timers: [LongThreadTimer] = []
         for index in 0..<count {
-            timers.append(try thread.perform(after: .milliseconds(20 + index % 20)) {
+            timers.append(try thread.perform(after: .milliseconds(1 + index % 20)) {
                 fired.record(index)
                 allKeptFired.countDown()
             })
         }
         for index in stride(from: 1, to: count, by: 2) { timers[index].cancel() }
+        scheduled.countDown()
         #expect(allKeptFired.wait())
         try thread.sync {}
         let order = fired.events

@@ -123,7 +123,9 @@ final class RunLoopEngine: @unchecked Sendable {
         CFRunLoopTimerSetNextFireDate(timers.deadline, fireDate)
     }
 
-    /// Loop thread: due timers may run in the mode just entered; runs the timer source in this pass.
+    /// Due timers may run in the mode the loop runs: runs the timer source in its next pass. Under
+    /// the thread's lock (which guards `timers`), or on the loop thread after a section under it
+    /// saw a due timer (due timers exist only once `timers` was made).
     func signalTimers() {
         if let timers { CFRunLoopSourceSignal(timers.source) }
     }

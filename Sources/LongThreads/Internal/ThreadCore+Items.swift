@@ -35,9 +35,9 @@ extension ThreadCore {
         engine.armTimers(for: next)
     }
 
-    /// Loop thread: the timer source fired. Runs, oldest deadline first, each due timer that may
+    /// Loop thread: the timer source fired. Runs, in the order they fell due, each due timer that may
     /// run in the current mode; the others wait in the schedule for a pass in one of their modes.
-    /// Then arms the CF timer for the next deadline.
+    /// First arms the CF timer for the next deadline still pending.
     func engineServiceTimers() {
         let eligible = currentEligibility()
         // Timers scheduled from here on (a zero delay included) wait for the next pass.
@@ -108,14 +108,21 @@ extension ThreadCore {
     func addCommonMode(_ mode: RunLoop.Mode) throws(LongThreadError) {
         // CF's common-modes marker as a common mode makes CFRunLoopAddCommonMode recurse without end.
         if mode == .common { throw .invalidMode(mode) }
-        try shared.withLock { (state: inout SharedState) throws(LongThreadError) in
+        let engine = try shared.withLock { (state: inout SharedState) throws(LongThreadError) -> RunLoopEngine in
             guard state.lifecycle.acceptsWork, let engine = state.engine else { throw LongThreadError.stopped }
             let bit = try state.bit(for: mode)
             state.modes.addToCommonSet(bit)
             engine.addCommonMode(mode)
+            return engine
         }
         // The loop thread re-reads its cached eligibility at its next drain.
         modesGeneration.add(1, ordering: .releasing)
+        // `.common` work and timers waiting may now run in `mode`, which the loop may be running
+        // (a nested run): nothing else would give them a look before the next post or deadline.
+        // After the bump, so that the look sees the new eligibility.
+        engine.signal()
+        shared.withLock { _ in engine.signalTimers() }
+        engine.wake()
     }
 
     /// Loop thread only (checked by the caller).

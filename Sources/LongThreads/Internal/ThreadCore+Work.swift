@@ -310,16 +310,47 @@ extension ThreadCore: RunLoopEngineDelegate {
 
     func engineDidExitRun() {
         _ = runModes.popLast()
-        // Back in the enclosing run (if any): work for its mode may have arrived meanwhile.
+        // Back in the enclosing run (if any): work for its mode may have arrived meanwhile. It
+        // gets a look once that run has the loop again, when the callout that ran the nested run
+        // returns (`endCallout`), not now: a signal now is taken by the next run the same callout
+        // starts, often a nested run of the same other mode again (a modal loop, or `runNested`
+        // going round after each handled source), which can run none of it, returns at once as
+        // having handled a source, and exits here to signal again: a busy loop for as long as the
+        // modal loop lasts. A nested run outside any callout of ours has no such hook: signalled now.
         if let enclosing = runModes.last {
             let (mustLook, timersDue) = shared.withLock { state in
                 (hasWork(eligibleIn: enclosing, state: state), hasDueTimers(eligibleIn: enclosing, state: state))
             }
-            if mustLook { engine?.signal() }
-            if timersDue { engine?.signalTimers() }
+            if calloutDepth > 0 {
+                if mustLook || timersDue { deferLook(work: mustLook, timers: timersDue) }
+            } else {
+                if mustLook { engine?.signal() }
+                if timersDue { engine?.signalTimers() }
+            }
         }
         // The task that ran the loop nested resumes: a new callout, under its own label.
         if calloutDepth > 0 { beginCallout(resuming: true) }
+    }
+
+    /// Loop thread: the enclosing run of the callout at `calloutDepth` gets a look at its work or
+    /// timers when that callout ends (`endCallout`). Looks for shallower callouts wait below.
+    private func deferLook(work: Bool, timers: Bool) {
+        if let last = deferredLooks.last, last.depth == calloutDepth {
+            deferredLooks[deferredLooks.count - 1].work = last.work || work
+            deferredLooks[deferredLooks.count - 1].timers = last.timers || timers
+        } else {
+            deferredLooks.append((calloutDepth, work, timers))
+        }
+    }
+
+    /// Loop thread, at the end of a callout: signals the looks deferred for it (`engineDidExitRun`).
+    @inline(never)
+    private func takeDeferredLooks() {
+        while let last = deferredLooks.last, last.depth > calloutDepth {
+            deferredLooks.removeLast()
+            if last.work { engine?.signal() }
+            if last.timers { engine?.signalTimers() }
+        }
     }
 
     /// Loop thread, under the lock: whether accepted work not yet run may run in `mode`, or a
@@ -335,7 +366,7 @@ extension ThreadCore: RunLoopEngineDelegate {
     /// Loop thread, under the lock: whether a timer whose deadline passed while the loop ran
     /// other modes may run in `mode`.
     private func hasDueTimers(eligibleIn mode: String, state: SharedState) -> Bool {
-        guard !state.timerSchedule.due.isEmpty else { return false }
+        guard state.timerSchedule.dueCount > 0 else { return false }
         return state.timerSchedule.hasDue(eligibleIn: state.modes.eligibility(inModeNamed: mode))
     }
 
@@ -425,6 +456,7 @@ extension ThreadCore: RunLoopEngineDelegate {
     func endCallout() {
         calloutDepth -= 1
         publishCalloutStart(0)
+        if !deferredLooks.isEmpty { takeDeferredLooks() }
     }
 
     // MARK: - Helpers

@@ -69,6 +69,9 @@ final class ThreadCore: @unchecked Sendable {
     var runModes = RunModeStack()
     /// Callouts on the stack (a task running the loop nested holds one while its nested ones run).
     var calloutDepth = 0
+    /// Looks at work and due timers owed to the run that a callout at `depth` returns to, given
+    /// when that callout ends (`engineDidExitRun`); innermost last, empty nearly always.
+    var deferredLooks: [(depth: Int, work: Bool, timers: Bool)] = []
     /// Whether the loop times each item of the running callout (a monitor watches).
     @exclusivity(unchecked) var timingItems = false
     /// The label of the item running at the innermost level, kept while timed (so the label comes

@@ -5,9 +5,11 @@
 /// they wait in a binary heap (each timer knows its slot, so a cancel is O(log n) too), and the
 /// thread's engine arms one CF timer for the earliest deadline.
 ///
-/// A deadline that passed moves its timer to `due`, in deadline order, until a pass of the loop in
-/// one of its modes runs it: while the loop runs another mode (a nested tracking run), a timer of
-/// the default mode waits, as a CF timer in that mode would.
+/// A deadline that passed moves its timer to `due`, in the order they fell due, until a pass of
+/// the loop in one of its modes runs it: while the loop runs another mode (a nested tracking run),
+/// a timer of the default mode waits, as a CF timer in that mode would. `due` is a queue with a
+/// head, and a timer taken or cancelled out of order leaves a hole, so that a hundred thousand
+/// timers falling due together cost O(n), not O(n²).
 ///
 /// Guarded by the thread's lock (`ThreadCore.shared`); so is each timer's `scheduleSlot`.
 struct TimerSchedule {
@@ -20,19 +22,24 @@ struct TimerSchedule {
         var timer: LongThreadTimer
     }
 
-    /// `LongThreadTimer.scheduleSlot` of a timer in `due`, or in neither.
-    static let inDue = -2
+    /// `LongThreadTimer.scheduleSlot` of a timer in neither the heap nor `due`. A heap index is
+    /// 0 or more; a timer in `due` at index i has `dueSlotBase - i`.
     static let nowhere = -1
+    private static let dueSlotBase = -2
 
     /// The heap: `pending[0]` has the earliest deadline; each timer's `scheduleSlot` is its index.
     private var pending: [Entry] = []
-    /// Timers whose deadline passed, oldest deadline first, waiting for a pass in one of their modes.
-    private(set) var due: [Entry] = []
+    /// Timers whose deadline passed, waiting for a pass in one of their modes; nil: a hole.
+    private var due: [Entry?] = []
+    /// The first slot of `due` that may hold a timer.
+    private var dueHead = 0
+    /// Timers in `due` (holes not counted).
+    private(set) var dueCount = 0
     private var nextSequence: UInt64 = 0
     /// The deadline the engine's CF timer is armed for; `.max` when it is not armed.
     var armedFor: UInt64 = .max
 
-    var isEmpty: Bool { pending.isEmpty && due.isEmpty }
+    var isEmpty: Bool { pending.isEmpty && dueCount == 0 }
 
     /// The earliest deadline still pending (not yet due), if any.
     var earliestDeadline: UInt64? { pending.first?.deadline }
@@ -60,9 +67,8 @@ struct TimerSchedule {
                 siftDown(slot)
                 siftUp(slot)
             }
-        } else if slot == Self.inDue, let index = due.firstIndex(where: { $0.timer === timer }) {
-            // Linear, but `due` holds only timers waiting for a mode the loop does not run now.
-            due.remove(at: index)
+        } else if slot <= Self.dueSlotBase {
+            takeDue(at: Self.dueSlotBase - slot)
         }
     }
 
@@ -70,30 +76,60 @@ struct TimerSchedule {
     mutating func moveDue(upTo now: UInt64) {
         while let first = pending.first, first.deadline <= now {
             let entry = popFirst()
-            entry.timer.scheduleSlot = Self.inDue
+            entry.timer.scheduleSlot = Self.dueSlotBase - due.count
             due.append(entry)
+            dueCount += 1
         }
     }
 
-    /// Takes the oldest due timer that may run in a mode of `mask`.
+    /// Takes the due timer that fell due first among those that may run in a mode of `mask`.
     mutating func takeDue(eligibleIn mask: ModeTable.Mask) -> Entry? {
-        guard let index = due.firstIndex(where: { $0.modes & mask != 0 }) else { return nil }
-        let entry = due.remove(at: index)
-        entry.timer.scheduleSlot = Self.nowhere
+        guard dueCount > 0, let index = due[dueHead...].firstIndex(where: { $0.map { $0.modes & mask != 0 } ?? false })
+        else { return nil }
+        let entry = takeDue(at: index)
+        entry?.timer.scheduleSlot = Self.nowhere
         return entry
     }
 
-    /// Whether a due timer may run in a mode of `mask`.
+    /// Whether a due timer may run in a mode of `mask`. Exact (a false yes would signal the timer
+    /// source for nothing, and a run that returns after each handled source would spin on it).
     func hasDue(eligibleIn mask: ModeTable.Mask) -> Bool {
-        due.contains { $0.modes & mask != 0 }
+        dueCount > 0 && due[dueHead...].contains { $0.map { $0.modes & mask != 0 } ?? false }
     }
 
     /// Forgets every timer (a stop cancels them itself).
     mutating func removeAll() {
         for entry in pending { entry.timer.scheduleSlot = Self.nowhere }
-        for entry in due { entry.timer.scheduleSlot = Self.nowhere }
+        for entry in due[dueHead...] { entry?.timer.scheduleSlot = Self.nowhere }
         pending = []
         due = []
+        dueHead = 0
+        dueCount = 0
+    }
+
+    // MARK: - Due queue
+
+    /// Empties slot `index` of `due`; returns what it held. Advances the head past holes, and
+    /// compacts once the holes outnumber the timers.
+    @discardableResult
+    private mutating func takeDue(at index: Int) -> Entry? {
+        guard let entry = due[index] else { return nil }
+        due[index] = nil
+        dueCount -= 1
+        while dueHead < due.count, due[dueHead] == nil { dueHead += 1 }
+        if dueCount == 0 {
+            due.removeAll(keepingCapacity: true)
+            dueHead = 0
+        } else if due.count >= 64, due.count > 2 * dueCount {
+            compactDue()
+        }
+        return entry
+    }
+
+    private mutating func compactDue() {
+        due = due[dueHead...].filter { $0 != nil }
+        dueHead = 0
+        for (index, entry) in due.enumerated() { entry?.timer.scheduleSlot = Self.dueSlotBase - index }
     }
 
     // MARK: - Heap
