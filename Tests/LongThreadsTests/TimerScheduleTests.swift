@@ -172,13 +172,14 @@ struct TimerScheduleTests {
         #expect(inNestedRun.wait())
         try thread.perform(modes: [.common]) { workRan.countDown() }
         try thread.perform(after: .milliseconds(1), modes: [.common]) { timerFired.countDown() }
-        // Both wait: the nested run's mode is not common. Then it becomes one, and nothing else
-        // is posted (a post would make the nested run look again on its own).
-        usleep(20_000)
+        // Both wait: the nested run's mode is not common (the timer as due, once its deadline
+        // passed). Then it becomes one, and nothing else is posted (a post would make the nested
+        // run look again on its own).
+        #expect(waitUntil { thread.core.shared.withLock { $0.timerSchedule.dueCount } == 1 })
         #expect(!workRan.isOpen && !timerFired.isOpen)
         try thread.addCommonMode(tracking)
-        #expect(workRan.wait(timeout: .seconds(5)))
-        #expect(timerFired.wait(timeout: .seconds(5)))
+        #expect(workRan.wait(timeout: .seconds(3)))
+        #expect(timerFired.wait(timeout: .seconds(3)))
         try thread.sync {}
         #expect(outcome.events.count == 1)
     }

@@ -59,14 +59,14 @@ final class EngineItem: @unchecked Sendable {
 
     // MARK: - Timers
 
-    /// A timer first firing after `delay`, then every `interval` (nil: once). CF skips missed fire
-    /// times instead of bunching them: the next fire moves forward by whole intervals past now.
+    /// A one-shot CF timer firing after `delay`: the deadline of a nested run (`runNested`). The
+    /// thread's `LongThreadTimer`s share another, one per thread (`RunLoopEngine.armTimers`).
     ///
-    /// The context has a `retain` callback: CF then retains the target around each callout. Without
-    /// it, `CFRunLoopTimerInvalidate` on another thread (a stop cancelling timers) releases the target
-    /// while the loop thread is inside its callout — a use-after-free `longthread-stress` found
-    /// under AddressSanitizer. CF retains the info once at creation and releases it on invalidation.
-    static func timer(after delay: Duration, interval: Duration?, target: @escaping () -> Void) -> EngineItem {
+    /// The context has a `retain` callback: CF then retains the target around each callout, so an
+    /// invalidation during the callout cannot free it (when each `LongThreadTimer` was such a timer,
+    /// a stop invalidating it from another thread did: a use-after-free `longthread-stress` found
+    /// under AddressSanitizer). CF retains the info once at creation and releases it on invalidation.
+    static func timer(after delay: Duration, target: @escaping () -> Void) -> EngineItem {
         let callout = Callout(target)
         var context = CFRunLoopTimerContext()
         context.info = Unmanaged.passUnretained(callout).toOpaque()
@@ -76,16 +76,11 @@ final class EngineItem: @unchecked Sendable {
         }
         context.release = { Unmanaged<Callout>.fromOpaque($0!).release() }
         let fireDate = CFAbsoluteTimeGetCurrent() + delay.seconds
-        let timer = CFRunLoopTimerCreate(nil, fireDate, interval.map(\.seconds) ?? 0, 0, 0, { _, info in
+        let timer = CFRunLoopTimerCreate(nil, fireDate, 0, 0, 0, { _, info in
             guard let info else { return } // invalidated meanwhile
             Unmanaged<Callout>.fromOpaque(info).takeUnretainedValue().run()
         }, &context)!
         return EngineItem(.timer(timer))
-    }
-
-    /// Moves a timer's next fire date to `delay` from now (a deadline for a nested run).
-    static func fireDate(after delay: Duration) -> CFAbsoluteTime {
-        CFAbsoluteTimeGetCurrent() + delay.seconds
     }
 
     // MARK: - Observers
@@ -163,7 +158,7 @@ extension RunLoopEngine {
         flag.initialize(to: false)
         defer { flag.deallocate() }
         let runLoop = self.runLoop
-        let timer = EngineItem.timer(after: deadline, interval: nil) {
+        let timer = EngineItem.timer(after: deadline) {
             flag.pointee = true
             CFRunLoopStop(runLoop)
         }

@@ -107,20 +107,15 @@ final class RunLoopEngine: @unchecked Sendable {
         if let timers { add(timers, toMode: mode) }
     }
 
-    /// Arms the thread's CF timer for `deadline` (monotonic nanoseconds; `.max`: disarms it), making
-    /// it on first use. Any thread, under the thread's lock, only while the loop lives. A deadline
-    /// already past fires at the loop's next pass.
+    /// Arms the thread's CF timer for `deadline` (monotonic nanoseconds), making it on first use.
+    /// Any thread, under the thread's lock, only while the loop lives. A deadline already past
+    /// fires at the loop's next pass. (Never disarmed: after it fires, CF moves it by its interval,
+    /// CF's longest, until the next call.)
     func armTimers(for deadline: UInt64) {
         let timers = self.timers ?? makeTimers()
-        let fireDate: CFAbsoluteTime
-        if deadline == .max {
-            fireDate = .greatestFiniteMagnitude // CF clamps it to its own limit
-        } else {
-            let now = CLongThreadsShims_monotonicNanoseconds()
-            let seconds = deadline > now ? Double(deadline - now) / 1e9 : 0
-            fireDate = CFAbsoluteTimeGetCurrent() + seconds
-        }
-        CFRunLoopTimerSetNextFireDate(timers.deadline, fireDate)
+        let now = CLongThreadsShims_monotonicNanoseconds()
+        let seconds = deadline > now ? Double(deadline - now) / 1e9 : 0
+        CFRunLoopTimerSetNextFireDate(timers.deadline, CFAbsoluteTimeGetCurrent() + seconds)
     }
 
     /// Due timers may run in the mode the loop runs: runs the timer source in its next pass. Under

@@ -11,8 +11,9 @@ struct DeadlineKey: Hashable {
 ///
 /// The thread's timers are ordered by a monotonic deadline each computes from the instant when it
 /// is scheduled, so two timers for the same instant may differ by the clock reads between them;
-/// one timer per deadline keeps work posted for equal deadlines in FIFO order. Posting to a bucket and taking its items both happen under
-/// the thread's lock: work posted after the timer fired goes to a new bucket (and timer).
+/// one timer per deadline keeps work posted for equal deadlines in FIFO order. Posting to a bucket
+/// and taking its items both happen under the thread's lock: work posted after the timer fired
+/// goes to a new bucket (and timer).
 final class DeadlineBucket: WaitingWork, @unchecked Sendable {
     private weak var core: ThreadCore?
     private let key: DeadlineKey

@@ -71,7 +71,7 @@ final class ThreadCore: @unchecked Sendable {
     var calloutDepth = 0
     /// Looks at work and due timers owed to the run that a callout at `depth` returns to, given
     /// when that callout ends (`engineDidExitRun`); innermost last, empty nearly always.
-    var deferredLooks: [(depth: Int, work: Bool, timers: Bool)] = []
+    @exclusivity(unchecked) var deferredLooks: [(depth: Int, work: Bool, timers: Bool)] = []
     /// Whether the loop times each item of the running callout (a monitor watches).
     @exclusivity(unchecked) var timingItems = false
     /// The label of the item running at the innermost level, kept while timed (so the label comes
@@ -99,7 +99,8 @@ final class ThreadCore: @unchecked Sendable {
         var timersFired = 0
         var busyNanoseconds: UInt64 = 0
         var discarded = 0
-        /// Timers not yet fired or cancelled: a stop cancels them.
+        /// Timers not yet fired or cancelled: a stop cancels them. Kept beside `timerSchedule`: a
+        /// repeating timer whose callback runs is in neither the heap nor the due queue meanwhile.
         var timers: [ObjectIdentifier: LongThreadTimer] = [:]
         /// The same timers by deadline, for the engine's one CF timer (due ones wait there too).
         var timerSchedule = TimerSchedule()
