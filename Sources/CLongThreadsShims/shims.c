@@ -42,6 +42,11 @@ int CLongThreadsShims_eventfd(unsigned int initialValue) {
     return eventfd(initialValue, EFD_NONBLOCK | EFD_CLOEXEC);
 }
 
+void CLongThreadsShims_eventfdSignal(int fd) {
+    uint64_t one = 1;
+    while (write(fd, &one, sizeof one) < 0 && errno == EINTR) {}
+}
+
 int CLongThreadsShims_setCurrentThreadNice(int nice) {
     if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), nice) != 0) return errno;
     return 0;

@@ -199,8 +199,19 @@ final class DescriptorWatches: @unchecked Sendable {
 
     private func makeHub(modes: [RunLoop.Mode], engine: RunLoopEngine,
                          core: ThreadCore) throws(DescriptorSource.Error) -> Hub {
-        let port = CLongThreadsShims_epollCreate()
-        if port < 0 { throw .cannotCreate(errno: -port) }
+        // Under the headroom's lock (`DescriptorHeadroom`): made outside it, this descriptor could
+        // take a slot another thread's probe had just freed for CF, which then halts the process.
+        let port: Int32
+        do {
+            port = try DescriptorHeadroom.withDescriptors(1) { () throws(LongThreadError) -> Int32 in
+                let port = CLongThreadsShims_epollCreate()
+                if port < 0 { throw .outOfResources(errno: -port) }
+                return port
+            }
+        } catch {
+            guard case .outOfResources(let errno) = error else { throw .cannotCreate(errno: EMFILE) }
+            throw .cannotCreate(errno: errno)
+        }
         let item = EngineItem.source(port: port, target: { [weak self, weak core] in
             self?.dispatch(port: port, core: core)
         }, onRelease: { close(port) })

@@ -41,16 +41,15 @@ extension LongThread {
     ///   The first read wakes the loop once, so that it begins counting wake-ups (``Statistics/wakeUps``).
     public var statistics: Statistics {
         let now = CLongThreadsShims_monotonicNanoseconds()
-        var engineToSignal: RunLoopEngine?
+        var engineToWake: RunLoopEngine?
         defer {
-            // The loop adds its wake-up observer at its next drain, on the thread.
-            engineToSignal?.signal()
-            engineToSignal?.wake()
+            // The loop adds its wake-up observer at its next drain (which the wake-up runs).
+            engineToWake?.wake()
         }
         return core.shared.withLock { state in
             if !state.countsWakeUps {
                 state.countsWakeUps = true
-                engineToSignal = state.engine
+                engineToWake = state.engine
             }
             let inBatch = core.batchWaiting.load(ordering: .relaxed)
             let batchOldest = inBatch > 0 ? core.batchOldestPostedAt.load(ordering: .relaxed) : 0

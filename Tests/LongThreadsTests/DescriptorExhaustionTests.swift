@@ -1,4 +1,5 @@
 import Foundation
+import Dispatch
 import Glibc
 import LongThreads
 import Testing
@@ -27,24 +28,67 @@ struct DescriptorExhaustionTests {
         #expect(text.contains("exhaustion: ok"), "\(text)")
     }
 
+    @Test("at the limit, descriptor watches made beside starting threads never take the slots CF was promised")
+    func watchesRaceThreadStarts() async throws {
+        await #expect(processExitsWith: .success) {
+            // Two threads at the descriptor limit: one starts and stops LongThreads (CF makes a
+            // loop in the slots the headroom probe just freed), the other starts threads and
+            // watches a descriptor on each (an epoll instance per thread). An epoll made outside
+            // the headroom's lock could take one of those slots, and CF halts the process.
+            guard DescriptorExhaustionTests.lowerDescriptorLimit() != nil else { exit(2) }
+            var pipeEnds: [Int32] = [0, 0]
+            guard pipe(&pipeEnds) == 0 else { exit(3) }
+            let watched = pipeEnds[0]
+            var filler: [Int32] = []
+            while true {
+                let fd = open("/dev/null", O_RDONLY)
+                if fd < 0 { break }
+                filler.append(fd)
+            }
+            // Room for a thread and a half: the two threads keep meeting the limit.
+            for fd in filler.suffix(7) { close(fd) }
+            let deadline = ContinuousClock.now + .seconds(3)
+            let watcherDone = DispatchSemaphore(value: 0)
+            Thread.detachNewThread {
+                while ContinuousClock.now < deadline {
+                    guard let thread = try? LongThread(name: "lt-race-watch") else { continue }
+                    _ = try? thread.watch(watched, for: .readable) { _ in }
+                    thread.stop()
+                }
+                watcherDone.signal()
+            }
+            while ContinuousClock.now < deadline {
+                guard let thread = try? LongThread(name: "lt-race-start") else { continue }
+                thread.stop()
+            }
+            watcherDone.wait()
+            exit(0)
+        }
+    }
+
     /// In the child: opens 100 descriptors and closes 5 of the first 10 again, for good.
     static func scatterFreeSlots() {
         let opened = (0..<100).map { _ in open("/dev/null", O_RDONLY) }
         for index in stride(from: 0, to: 10, by: 2) { close(opened[index]) }
     }
 
-    /// In the child: leaves 0 to 5 descriptors free and tries each way CF would need some.
-    static func attempts() throws -> [String] {
+    /// In the child: lowers the descriptor limit to 64 slots above the highest descriptor open
+    /// now; returns the limit before, or nil when it could not. (Not above the lowest free one:
+    /// with descriptors in use above it, a fill got only the free slots under them, fewer than an
+    /// attempt frees, and `removeLast` trapped: the SIGILL `exhaustion` died of under load.)
+    static func lowerDescriptorLimit() -> rlimit? {
         var original = rlimit()
         getrlimit(Int32(RLIMIT_NOFILE.rawValue), &original)
-        // 64 slots above the highest descriptor open now. (Not above the lowest free one: with
-        // descriptors in use above it, the fill below got only the free slots under them, fewer
-        // than an attempt frees, and `removeLast` trapped: the SIGILL this test died of under load.)
         let listed = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
         let highest = listed.compactMap { Int32($0) }.max() ?? 2
         var lowered = original
         lowered.rlim_cur = min(original.rlim_max, rlim_t(highest + 1 + 64))
-        guard setrlimit(Int32(RLIMIT_NOFILE.rawValue), &lowered) == 0 else { return ["setrlimit failed"] }
+        return setrlimit(Int32(RLIMIT_NOFILE.rawValue), &lowered) == 0 ? original : nil
+    }
+
+    /// In the child: leaves 0 to 5 descriptors free and tries each way CF would need some.
+    static func attempts() throws -> [String] {
+        guard var original = lowerDescriptorLimit() else { return ["setrlimit failed"] }
         defer { setrlimit(Int32(RLIMIT_NOFILE.rawValue), &original) }
         let running = try LongThread(name: "lt-exhaust")
         let emfile = EMFILE

@@ -1,13 +1,40 @@
 import CoreFoundation
 import Foundation
-import LongThreads
+@testable import LongThreads
 import Testing
 
 @Suite("Run-loop observers")
 struct ObserverTests {
     @Test("a sleeping loop woken by work goes through the documented sequence of one pass")
     func sequenceOfOnePass() throws {
-        let thread = try LongThread(name: "lt-observe")
+        // A thread that never settles in wakes through CF (`RunLoopEngine.wake`).
+        var options = LongThread.Options()
+        options.settleInDelay = .max
+        let pass = try passWokenByWork(options: options)
+        #expect(!pass.settled)
+        // Woken by the work source (signal + wake-up): the source runs in the pass after waking;
+        // a pass that handled a source polls again instead of sleeping at once.
+        #expect(pass.events.starts(with: ["afterWaiting", "beforeTimers", "beforeSources", "WORK", "beforeTimers", "beforeSources"]))
+        #expect(pass.events.last == "beforeWaiting")
+    }
+
+    @Test("a settled-in loop woken by work runs it as the port source that woke it, then sleeps")
+    func sequenceOfOnePassThroughTheWakePort() throws {
+        // Settles in at its first callout (the kernel thread id's `sync`), so work posted later
+        // wakes it through its own port.
+        var options = LongThread.Options()
+        options.settleInDelay = 0
+        let pass = try passWokenByWork(options: options)
+        #expect(pass.settled)
+        // CF runs the version-1 source that woke the loop at once after waking; the next pass
+        // finds nothing to do and sleeps: no polling pass in between.
+        #expect(pass.events == ["afterWaiting", "WORK", "beforeTimers", "beforeSources", "beforeWaiting"])
+    }
+
+    /// The activities from the wake-up by one posted item until the loop sleeps again, and
+    /// whether the thread had its own wake-up port then.
+    private func passWokenByWork(options: LongThread.Options) throws -> (events: [String], settled: Bool) {
+        let thread = try LongThread(name: "lt-observe", options: options)
         defer { thread.stop() }
         let log = Recorder<String>()
         let observer = try thread.addObserver(for: .all) { activity in log.record("\(activity)") }
@@ -15,16 +42,13 @@ struct ObserverTests {
         // Let the loop go to sleep after the registration, then wake it with one item.
         let tid = try thread.kernelThreadID()
         #expect(waitUntil { log.events.last == "beforeWaiting" && threadIsSleeping(tid) })
+        let settled = thread.core.hasWakePort
         let marker = log.count
         let done = Latch()
         try thread.perform { log.record("WORK"); done.countDown() }
         #expect(done.wait())
         #expect(waitUntil { log.events.last == "beforeWaiting" })
-        let pass = Array(log.events[marker...])
-        // Woken by the work source (signal + wake-up): the source runs in the pass after waking;
-        // a pass that handled a source polls again instead of sleeping at once.
-        #expect(pass.starts(with: ["afterWaiting", "beforeTimers", "beforeSources", "WORK", "beforeTimers", "beforeSources"]))
-        #expect(pass.last == "beforeWaiting")
+        return (Array(log.events[marker...]), settled)
     }
 
     @Test("a dropped observer handle keeps observing until the thread stops, as timers and descriptor sources do")

@@ -6,6 +6,8 @@
 //   longthread-postcost submit N       the same through `submit`, which returns a handle
 //   longthread-postcost lifecycle N    one LongThread's life: create + 1 sync task + stop + join
 //   longthread-postcost cf-lifecycle N the same life of a raw CF source0 thread (`CFSource0Life`)
+//   longthread-postcost wake N         one item posted to a sleeping loop, which wakes it, and its
+//                                      reply (a semaphore): the round trip's cost without a spin
 //
 // Posts: one producer (the main thread) posts N fire-and-forget empty closures to one LongThread,
 // in bursts of 1,000, each followed by an item that signals a semaphore the producer waits on (so
@@ -36,6 +38,8 @@ case "lifecycle":
         try thread.sync {}
         thread.stop()
     }
+case "wake":
+    try wakes(count)
 case "cf-lifecycle":
     for _ in 0..<count {
         let thread = CFSource0Life()
@@ -43,7 +47,7 @@ case "cf-lifecycle":
         thread.stop()
     }
 default:
-    fatalError("unknown kind \(kind): perform, submit, lifecycle or cf-lifecycle")
+    fatalError("unknown kind \(kind): perform, submit, wake, lifecycle or cf-lifecycle")
 }
 
 func posts(_ count: Int, submit: Bool) throws {
@@ -57,6 +61,17 @@ func posts(_ count: Int, submit: Bool) throws {
         }
         try thread.perform { burstDone.signal() }
         burstDone.wait()
+    }
+    thread.stop()
+}
+
+func wakes(_ count: Int) throws {
+    let replied = DispatchSemaphore(value: 0)
+    let thread = try LongThread(name: "wakecost")
+    try thread.sync {}
+    for _ in 0..<count {
+        try thread.perform { replied.signal() }
+        replied.wait()
     }
     thread.stop()
 }

@@ -16,6 +16,9 @@ int32_t CLongThreadsShims_gettid(void);
 size_t CLongThreadsShims_currentStackSize(void);
 /// eventfd(2), non-blocking and close-on-exec.
 int CLongThreadsShims_eventfd(unsigned int initialValue);
+/// Adds 1 to the eventfd `fd` (eventfd_write), retrying on EINTR. An error (only a full counter,
+/// after 2^64 - 2 unread writes, or a closed descriptor) is ignored: a reader is already due.
+void CLongThreadsShims_eventfdSignal(int fd);
 /// setpriority(PRIO_PROCESS, tid, nice) for the calling thread; returns 0 or errno.
 int CLongThreadsShims_setCurrentThreadNice(int nice);
 /// pthread_setschedparam for the calling thread with policy SCHED_BATCH (1) or SCHED_IDLE (2); returns 0 or errno.

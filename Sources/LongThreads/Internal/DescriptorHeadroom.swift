@@ -16,6 +16,10 @@ import Glibc
 /// the same microsecond while the process sits exactly at its limit: no user-space protocol can
 /// give that, short of patching CF. One spare slot beyond CF's count (`margin`) narrows that
 /// window further.
+///
+/// A descriptor of the library's own that a thread takes while others may be making loops (the
+/// wake-up port of `RunLoopEngine.installWakePort`) is taken under the same lock, through the
+/// same probe, for the same reason.
 enum DescriptorHeadroom {
     /// What CF takes to make a thread's run loop with its default mode.
     static let runLoop = 3

@@ -119,8 +119,7 @@ extension ThreadCore {
         modesGeneration.add(1, ordering: .releasing)
         // `.common` work and timers waiting may now run in `mode`, which the loop may be running
         // (a nested run): nothing else would give them a look before the next post or deadline.
-        // After the bump, so that the look sees the new eligibility.
-        engine.signal()
+        // After the bump, so that the look sees the new eligibility. The wake-up looks at work.
         shared.withLock { _ in engine.signalTimers() }
         engine.wake()
     }

@@ -43,8 +43,8 @@ extension ThreadCore {
         toTell += timers.compactMap { $0.cancelReturningWork() }
         Self.tell(toTell)
         stopFinished()
-        // Nil when the loop never ran (it sees the stop when it starts) or has exited.
-        engine?.signal()
+        // Nil when the loop never ran (it sees the stop when it starts) or has exited. The
+        // wake-up runs the drain, which sees the stop.
         engine?.wake()
     }
 

@@ -37,10 +37,8 @@ extension ThreadCore: RunLoopEngineDelegate {
             // Only the producer that wakes the loop touches the engine (a shared refcount).
             return state.engine
         }
-        if let engineToWake {
-            engineToWake.signal()
-            engineToWake.wake()
-        }
+        // The wake-up runs the work (`RunLoopEngine.wake`): no signal of the work source.
+        engineToWake?.wake()
     }
 
     // MARK: - Loop thread only
@@ -295,7 +293,7 @@ extension ThreadCore: RunLoopEngineDelegate {
         let mode = engine?.currentModeName() ?? RunLoop.Mode.default.rawValue
         runModes.append(mode)
         // A run nested inside a task suspends the drain that was running it: producers must
-        // signal again. Work already waiting gets a look only if it may run in this mode (or a
+        // wake it again. Work already waiting gets a look only if it may run in this mode (or a
         // stop must end the run): a signal with nothing to do still counts as a handled source,
         // which ends a `RunLoop.run(mode:before:)` at once, and a task looping on it would spin.
         let (mustLook, timersDue) = shared.withLock { state in
@@ -403,7 +401,7 @@ extension ThreadCore: RunLoopEngineDelegate {
     @inline(__always)
     func beginCallout(resuming: Bool = false) -> UInt64 {
         let now = CLongThreadsShims_monotonicNanoseconds()
-        if now >= sliceDueAt { requestDeferredSlice() }
+        if now >= settleInAt { settleIn() }
         if !resuming { calloutDepth += 1 }
         timingItems = isMonitored
         guard timingItems else {
@@ -436,20 +434,26 @@ extension ThreadCore: RunLoopEngineDelegate {
         watch.kernelThreadID.store(CLongThreadsShims_gettid(), ordering: .relaxed)
     }
 
-    /// How long a thread lives on the kernel's slice before its first callout requests
-    /// `Options.schedulerSlice`.
-    static let sliceDelayNanoseconds: UInt64 = 1_000_000
+    /// How long a thread lives before its first callout settles it in (`settleIn`).
+    static let settleInDelayNanoseconds: UInt64 = 1_000_000
 
-    /// Loop thread, at the first callout once the thread has lived `sliceDelayNanoseconds`:
-    /// requests `Options.schedulerSlice`. Not at the start: the two system calls
-    /// (`sched_getattr`, `sched_setattr`) cost a new thread ~4 µs with CPU hogs beside it, 5% of
-    /// a whole create + task + stop, and a thread that ends within a millisecond gains nothing
-    /// from a slice meant for wake-ups over a long life.
+    /// Loop thread, at the first callout once the thread has lived `settleInDelayNanoseconds`:
+    /// what pays off only over a long life. Requests `Options.schedulerSlice` (two system calls,
+    /// `sched_getattr` and `sched_setattr`, ~4 µs of a new thread's life with CPU hogs beside it)
+    /// and installs the engine's wake-up port (`RunLoopEngine.installWakePort`: ~6 µs of a life
+    /// with hogs). A thread that ends within a millisecond gains nothing from either.
     @inline(never)
-    func requestDeferredSlice() {
-        sliceDueAt = .max
+    func settleIn() {
+        settleInAt = .max
         PosixThread.requestSliceForCurrentThread(options.schedulerSlice)
+        shared.withLock { state in
+            // Not once a stop began: the loop is about to exit.
+            if !state.lifecycle.isStopping { engine?.installWakePort() }
+        }
     }
+
+    /// Whether the loop wakes through its own port (`RunLoopEngine.installWakePort`). Any thread.
+    var hasWakePort: Bool { shared.withLock { $0.engine?.hasWakePort ?? false } }
 
     /// Loop thread: a callout ends; the loop turns again (at whatever depth it runs).
     @inline(__always)

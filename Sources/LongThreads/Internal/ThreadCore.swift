@@ -82,15 +82,14 @@ final class ThreadCore: @unchecked Sendable {
     /// When the last linger that found no work began (0: none pending): the next stamped post
     /// tells how late the caller came back (`linger`).
     @exclusivity(unchecked) var lingerMissedAt: UInt64 = 0
-    /// When the first callout may request `Options.schedulerSlice` (monotonic ns); `.max` once
-    /// requested, or when there is none to request (`requestDeferredSlice`).
-    @exclusivity(unchecked) var sliceDueAt: UInt64 = .max
+    /// When the first callout settles the thread in (monotonic ns; `settleIn`); `.max` once done.
+    @exclusivity(unchecked) var settleInAt: UInt64 = .max
 
     struct SharedState {
         var lifecycle = Lifecycle()
         var queue = WorkQueue()
         var modes = ModeTable()
-        /// The engine while the loop lives: producers signal and wake it. Nil before the loop ran
+        /// The engine while the loop lives: producers wake it. Nil before the loop ran
         /// and after it exited (so nothing is ever added to the loop of an exited thread).
         var engine: RunLoopEngine?
         /// Items run, published by the loop thread at each refill (it counts without the lock).
@@ -177,9 +176,8 @@ final class ThreadCore: @unchecked Sendable {
             announceExit()
             return
         }
-        if options.schedulerSlice != nil {
-            sliceDueAt = CLongThreadsShims_monotonicNanoseconds() + Self.sliceDelayNanoseconds
-        }
+        let (settleInAt, overflow) = CLongThreadsShims_monotonicNanoseconds().addingReportingOverflow(options.settleInDelay)
+        self.settleInAt = overflow ? .max : settleInAt
         let engine: RunLoopEngine
         do throws(LongThreadError) {
             // Wake-ups are reported from the start only to whom needs each one: an owner to check

@@ -1,8 +1,8 @@
 /// The queue producers append to, guarded by the thread's lock (`ThreadCore.shared`).
 ///
-/// One wake-up per burst: a producer signals the run-loop source and wakes the loop only when it
+/// One wake-up per burst: a producer wakes the loop (`RunLoopEngine.wake`) only when it
 /// finds the queue empty and the loop thread not already draining it. While the loop drains, it
-/// looks at the queue again before it sleeps, so producers skip the `CFRunLoopWakeUp` system call
+/// looks at the queue again before it sleeps, so producers skip the wake-up's system call
 /// (about 340 ns even when the loop is busy, `../shared/research/foundation-linux.md` §5).
 struct WorkQueue {
     private(set) var entries: [QueueEntry] = []
@@ -20,7 +20,7 @@ struct WorkQueue {
     var count: Int { entries.count + urgent.count }
     var isEmpty: Bool { entries.isEmpty && urgent.isEmpty }
 
-    /// Appends `entry`; returns true when the caller must signal the source and wake the loop.
+    /// Appends `entry`; returns true when the caller must wake the loop.
     @inline(__always)
     mutating func append(_ entry: consuming QueueEntry) -> Bool {
         // `entries` alone: with urgent entries waiting, the loop was already woken for them (at
@@ -72,7 +72,7 @@ struct WorkQueue {
     }
 
     /// Loop thread, when a run of the loop begins (possibly nested inside a task): the draining
-    /// that was in progress is suspended, so producers must signal again.
+    /// that was in progress is suspended, so producers must wake the loop again.
     mutating func consumerSuspended() {
         consumerActive = false
     }
