@@ -64,9 +64,6 @@ extension LongThread {
         /// death, a `LongThreadService` shutting down. Close here what ``setUp`` opened. The thread
         /// accepts no work by then: a post from here throws ``LongThreadError/stopped``.
         public var tearDown: (@Sendable () -> Void)?
-        /// How long the thread lives before its first callout settles it in (`ThreadCore.settleIn`),
-        /// in nanoseconds; `.max`: never. Tests choose either side of it.
-        var settleInDelay: UInt64 = ThreadCore.settleInDelayNanoseconds
 
         /// Options with the system's defaults, or the given settings.
         public init(

@@ -54,6 +54,14 @@ public final class LongThread: Sendable {
         try core.start()
     }
 
+    /// Tests: a thread that settles in (`ThreadCore.settleIn`) once it has lived `settleInDelay`
+    /// nanoseconds (`.max`: never), not after the usual millisecond.
+    init(name: String?, options: LongThread.Options = .init(), settleInDelay: UInt64) throws(LongThreadError) {
+        core = ThreadCore(name: name, owner: nil, options: options, settleInDelay: settleInDelay)
+        core.handle = self
+        try core.start()
+    }
+
     /// Stops the thread, draining its work, and waits for its end, unless `deinit` runs on the
     /// thread itself (a task dropped the last reference): then it requests the stop, the thread
     /// ends after that task, and nobody waits.

@@ -8,9 +8,7 @@ struct ObserverTests {
     @Test("a sleeping loop woken by work goes through the documented sequence of one pass")
     func sequenceOfOnePass() throws {
         // A thread that never settles in wakes through CF (`RunLoopEngine.wake`).
-        var options = LongThread.Options()
-        options.settleInDelay = .max
-        let pass = try passWokenByWork(options: options)
+        let pass = try passWokenByWork(settleInDelay: .max)
         #expect(!pass.settled)
         // Woken by the work source (signal + wake-up): the source runs in the pass after waking;
         // a pass that handled a source polls again instead of sleeping at once.
@@ -22,9 +20,7 @@ struct ObserverTests {
     func sequenceOfOnePassThroughTheWakePort() throws {
         // Settles in at its first callout (the kernel thread id's `sync`), so work posted later
         // wakes it through its own port.
-        var options = LongThread.Options()
-        options.settleInDelay = 0
-        let pass = try passWokenByWork(options: options)
+        let pass = try passWokenByWork(settleInDelay: 0)
         #expect(pass.settled)
         // CF runs the version-1 source that woke the loop at once after waking; the next pass
         // finds nothing to do and sleeps: no polling pass in between.
@@ -33,8 +29,8 @@ struct ObserverTests {
 
     /// The activities from the wake-up by one posted item until the loop sleeps again, and
     /// whether the thread had its own wake-up port then.
-    private func passWokenByWork(options: LongThread.Options) throws -> (events: [String], settled: Bool) {
-        let thread = try LongThread(name: "lt-observe", options: options)
+    private func passWokenByWork(settleInDelay: UInt64) throws -> (events: [String], settled: Bool) {
+        let thread = try LongThread(name: "lt-observe", settleInDelay: settleInDelay)
         defer { thread.stop() }
         let log = Recorder<String>()
         let observer = try thread.addObserver(for: .all) { activity in log.record("\(activity)") }

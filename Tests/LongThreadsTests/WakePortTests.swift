@@ -28,9 +28,7 @@ struct WakePortTests {
 
     @Test("a task's run(mode:before:) woken through the port returns having run the posted item")
     func nestedRunReturnsHavingRunTheItem() throws {
-        var options = LongThread.Options()
-        options.settleInDelay = 0
-        let thread = try LongThread(name: "lt-wakeport-nested", options: options)
+        let thread = try LongThread(name: "lt-wakeport-nested", settleInDelay: 0)
         defer { thread.stop() }
         let tid = try thread.kernelThreadID()
         #expect(thread.core.hasWakePort)
@@ -87,10 +85,8 @@ struct WakePortTests {
 
     @Test("a stop of a settled-in thread wakes it through the port and ends it")
     func stopThroughThePort() throws {
-        var options = LongThread.Options()
-        options.settleInDelay = 0
         for _ in 0..<20 {
-            let thread = try LongThread(name: "lt-wakeport-stop", options: options)
+            let thread = try LongThread(name: "lt-wakeport-stop", settleInDelay: 0)
             let tid = try thread.kernelThreadID()
             #expect(thread.core.hasWakePort)
             #expect(waitUntil { threadIsSleeping(tid) })

@@ -13,6 +13,8 @@ final class ThreadCore: @unchecked Sendable {
     // MARK: Immutable
     let name: String?
     let options: LongThread.Options
+    /// See `init`.
+    let settleInDelay: UInt64
     /// Whether an owner was given: the loop then checks it each time it wakes.
     let watchesOwner: Bool
     /// Whether `Options.queueLimit` bounds the queue (then posts may be refused or wait).
@@ -126,8 +128,12 @@ final class ThreadCore: @unchecked Sendable {
         var observerTargets: ObserverTargets?
     }
 
-    init(name: String?, owner: AnyObject?, options: LongThread.Options) {
+    /// `settleInDelay`: how long the thread lives before its first callout settles it in
+    /// (`settleIn`), in nanoseconds; `.max`: never. Tests choose either side of it.
+    init(name: String?, owner: AnyObject?, options: LongThread.Options,
+         settleInDelay: UInt64 = ThreadCore.settleInDelayNanoseconds) {
         self.name = name
+        self.settleInDelay = settleInDelay
         self.options = options
         self.watchesOwner = owner != nil
         self.hasQueueLimit = options.queueLimit != nil
@@ -176,7 +182,7 @@ final class ThreadCore: @unchecked Sendable {
             announceExit()
             return
         }
-        let (settleInAt, overflow) = CLongThreadsShims_monotonicNanoseconds().addingReportingOverflow(options.settleInDelay)
+        let (settleInAt, overflow) = CLongThreadsShims_monotonicNanoseconds().addingReportingOverflow(settleInDelay)
         self.settleInAt = overflow ? .max : settleInAt
         let engine: RunLoopEngine
         do throws(LongThreadError) {
