@@ -32,8 +32,8 @@ protocol RunLoopEngineDelegate: AnyObject {
 ///   Before, it signals the work source and calls `CFRunLoopWakeUp`, which writes CF's wake-up
 ///   eventfd while holding the run loop's lock, the lock the woken loop takes first thing: on a
 ///   busy machine the loop thread then often woke only to block on that lock and wait for a
-///   second wake-up. The port also saves a pass: CF runs the source that woke it at once (3,300
-///   instructions per wake-up and reply against 4,300, callgrind). Not from the start: the
+///   second wake-up. The port also saves a pass: CF runs the source that woke it at once (3,373
+///   instructions per wake-up and reply against 4,266, callgrind). Not from the start: the
 ///   eventfd and CF's bookkeeping for a port source cost a thread's life about 11,000
 ///   instructions and 5 system calls, 6 µs with two CPU hogs beside it (+10%), which a thread that
 ///   ends within a millisecond never wins back;

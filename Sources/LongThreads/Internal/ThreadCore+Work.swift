@@ -37,7 +37,7 @@ extension ThreadCore: RunLoopEngineDelegate {
             // Only the producer that wakes the loop touches the engine (a shared refcount).
             return state.engine
         }
-        // The wake-up runs the work (`RunLoopEngine.wake`): no signal of the work source.
+        // `wake` also signals the work source, until the thread has its own wake-up port.
         engineToWake?.wake()
     }
 
