@@ -203,15 +203,13 @@ final class DescriptorWatches: @unchecked Sendable {
         // take a slot another thread's probe had just freed for CF, which then halts the process.
         let port: Int32
         do {
-            port = try DescriptorHeadroom.withDescriptors(1) { () throws(LongThreadError) -> Int32 in
-                let port = CLongThreadsShims_epollCreate()
-                if port < 0 { throw .outOfResources(errno: -port) }
-                return port
-            }
+            port = try DescriptorHeadroom.withDescriptors(1) { CLongThreadsShims_epollCreate() }
         } catch {
+            // The probe throws only `.outOfResources`.
             guard case .outOfResources(let errno) = error else { throw .cannotCreate(errno: EMFILE) }
             throw .cannotCreate(errno: errno)
         }
+        if port < 0 { throw .cannotCreate(errno: -port) }
         let item = EngineItem.source(port: port, target: { [weak self, weak core] in
             self?.dispatch(port: port, core: core)
         }, onRelease: { close(port) })

@@ -16,9 +16,9 @@ public struct RunLoopActivity: OptionSet, Sendable, Hashable, CustomStringConver
     public static let entry = RunLoopActivity(rawValue: 1 << 0)
     /// The loop is about to fire due timers.
     public static let beforeTimers = RunLoopActivity(rawValue: 1 << 1)
-    /// The loop is about to run signalled sources (queued work the loop thread itself left for
-    /// the next pass among them; work posted to a sleeping loop runs right after `afterWaiting`,
-    /// as the port source that woke it).
+    /// The loop is about to run signalled sources (queued work among them; once the thread has
+    /// lived a millisecond and has its own wake-up port, work posted to it asleep runs instead
+    /// right after `afterWaiting`, as the port source that woke it).
     public static let beforeSources = RunLoopActivity(rawValue: 1 << 2)
     /// The loop is about to sleep.
     public static let beforeWaiting = RunLoopActivity(rawValue: 1 << 5)

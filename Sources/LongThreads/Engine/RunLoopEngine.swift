@@ -131,11 +131,9 @@ final class RunLoopEngine: @unchecked Sendable {
         guard wakePort == nil else { return }
         // Under the headroom's lock, as CF's descriptors: a slot its probe freed for CF on another
         // thread must not be taken here meanwhile.
-        guard let descriptor = try? DescriptorHeadroom.withDescriptors(1, { () throws(LongThreadError) -> Int32 in
-            let descriptor = CLongThreadsShims_eventfd(0)
-            guard descriptor >= 0 else { throw .outOfResources(errno: errno) }
-            return descriptor
-        }) else { return }
+        guard let descriptor = try? DescriptorHeadroom.withDescriptors(1, { CLongThreadsShims_eventfd(0) }),
+              descriptor >= 0
+        else { return }
         let port = WakePort(descriptor: descriptor, callouts: callouts)
         let source = Self.makeWakeSource(port)
         CFRunLoopAddSource(runLoop, source, kCFRunLoopDefaultMode)
