@@ -7,6 +7,7 @@
 #include <string.h>
 #include <limits.h>
 #include <linux/futex.h>
+#include <poll.h>
 #include <sched.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -537,6 +538,29 @@ void CLongThreadsShims_doorbellWait(CLongThreadsShims_Doorbell *bell, uint32_t s
 
 uint64_t CLongThreadsShims_monotonicNanoseconds(void) {
     return (uint64_t)nowNanoseconds();
+}
+
+int CLongThreadsShims_freeSlots(int first) {
+    struct rlimit limit;
+    if (first < 0 || getrlimit(RLIMIT_NOFILE, &limit) != 0) return -1;
+    struct pollfd slots[CLongThreadsShims_slotWindow];
+    nfds_t count = 0;
+    for (int index = 0; index < CLongThreadsShims_slotWindow; index++) {
+        // Only numbers a descriptor may have: poll's EINVAL (more entries than the limit) is
+        // then impossible too, since every entry is below it.
+        if (limit.rlim_cur != RLIM_INFINITY && (rlim_t)first + (rlim_t)index >= limit.rlim_cur) break;
+        slots[count].fd = first + index;
+        slots[count].events = 0;
+        slots[count].revents = 0;
+        count++;
+    }
+    if (count == 0) return 0;
+    if (poll(slots, count, 0) < 0) return -1;
+    int free = 0;
+    for (nfds_t index = 0; index < count; index++) {
+        if (slots[index].revents & POLLNVAL) free++;
+    }
+    return free;
 }
 
 int CLongThreadsShims_closeRange(unsigned int first, unsigned int last) {

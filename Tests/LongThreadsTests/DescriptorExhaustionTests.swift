@@ -1,5 +1,6 @@
 import Foundation
 import Dispatch
+import CLongThreadsShims
 import Glibc
 import LongThreads
 import Testing
@@ -62,6 +63,34 @@ struct DescriptorExhaustionTests {
                 thread.stop()
             }
             watcherDone.wait()
+            exit(0)
+        }
+    }
+
+    @Test("free descriptor slots are counted without taking any: closed numbers below the limit only")
+    func freeSlotsAreCounted() async throws {
+        await #expect(processExitsWith: .success) {
+            // A window of descriptors of the test's own, above every one the child inherited, in
+            // a child so that no other test opens any meanwhile.
+            let window = Int32(CLongThreadsShims_slotWindow)
+            let listed = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+            let first = (listed.compactMap { Int32($0) }.max() ?? 2) + 100
+            guard CLongThreadsShims_freeSlots(first) == Int(window) else { exit(2) }
+            let null = open("/dev/null", O_RDONLY)
+            for fd in first..<(first + window) { guard dup2(null, fd) == fd else { exit(9) } }
+            guard CLongThreadsShims_freeSlots(first) == 0 else { exit(3) }
+            close(first + 1)
+            close(first + 6)
+            guard CLongThreadsShims_freeSlots(first) == 2 else { exit(4) }
+            // Numbers at or above the soft limit are never free, however few are open.
+            var limit = rlimit()
+            getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+            var lowered = limit
+            lowered.rlim_cur = rlim_t(first + 6) // first + 6, closed, is now out of bounds
+            guard setrlimit(Int32(RLIMIT_NOFILE.rawValue), &lowered) == 0 else { exit(5) }
+            guard CLongThreadsShims_freeSlots(first) == 1 else { exit(6) }
+            guard CLongThreadsShims_freeSlots(first + 6) == 0 else { exit(7) }
+            guard CLongThreadsShims_freeSlots(-1) == -1 else { exit(8) }
             exit(0)
         }
     }

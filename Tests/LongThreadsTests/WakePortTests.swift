@@ -83,8 +83,8 @@ struct WakePortTests {
         }
     }
 
-    @Test("a stop of a settled-in thread wakes it through the port and ends it")
-    func stopThroughThePort() throws {
+    @Test("a stop of a settled-in, sleeping thread wakes it and ends it")
+    func stopOfASleepingThread() throws {
         for _ in 0..<20 {
             let thread = try LongThread(name: "lt-wakeport-stop", settleInDelay: 0)
             let tid = try thread.kernelThreadID()

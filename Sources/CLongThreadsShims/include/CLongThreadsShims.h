@@ -136,6 +136,12 @@ uint64_t CLongThreadsShims_monotonicNanoseconds(void);
 /// older than 5.9, where the caller closes them one by one).
 int CLongThreadsShims_closeRange(unsigned int first, unsigned int last);
 
+/// How many of the CLongThreadsShims_slotWindow descriptor numbers from `first` are free (not
+/// open) and below the soft RLIMIT_NOFILE, looked up without taking any (getrlimit, and one
+/// poll(2), which reports a closed descriptor as POLLNVAL); -1 when it cannot tell.
+enum { CLongThreadsShims_slotWindow = 8 };
+int CLongThreadsShims_freeSlots(int first);
+
 #include "CLongThreadsShims_StackCapture.h"
 
 #endif

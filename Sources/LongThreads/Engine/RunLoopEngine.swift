@@ -124,6 +124,16 @@ final class RunLoopEngine: @unchecked Sendable {
         }
     }
 
+    /// Ends the run the loop is in for a stop. Any thread. CF's own stop wakes a sleeping loop,
+    /// which then leaves its run straight after waking: no pass through the drain, which, finding
+    /// the stop, would have to stop the run itself, and CF's stop from inside a pass costs a second
+    /// wake-up (a write, and the read of it by the next poll). The work source is signalled too:
+    /// a stop that finds the loop between two runs is lost to CF, and the next run's drain sees it.
+    func stopRun() {
+        CFRunLoopSourceSignal(workSource)
+        CFRunLoopStop(runLoop)
+    }
+
     /// Loop thread, under the thread's lock, while the loop lives: installs the wake-up port (see
     /// the type's notes) in every mode the thread has. Once; does nothing when its descriptor
     /// cannot be had (the thread keeps CF's wake-up, which works as well, only slower).

@@ -6,12 +6,13 @@ import Glibc
 /// CF takes descriptors when it makes a thread's run loop (3: its wake-up eventfd, and the
 /// default mode's epoll set and timer eventfd) and each new mode (2), and has no error path when
 /// the kernel refuses: it halts the process (`__CFRunLoopCopyMode` → `HALT`). So before every call
-/// that can make CF create a loop or a mode, the library takes the descriptors CF will need
-/// itself, gives them back, and only then calls CF — or throws `EMFILE` without calling it.
+/// that can make CF create a loop or a mode, the library makes sure the descriptors CF will need
+/// are free — it sees enough closed numbers below the limit, or takes that many itself and gives
+/// them back — and only then calls CF, or throws `EMFILE` without calling it.
 ///
 /// Why this is sound for the library's own threads: each such call happens under `lock`, so no
-/// other LongThread allocation can take the slots between the probe and CF's use of them, and
-/// descriptors are numbered lowest-free-first, so slots just freed are the ones CF gets. It is
+/// other LongThread allocation can take the slots between the check and CF's use of them, and
+/// descriptors are numbered lowest-free-first, so CF gets the slots seen free or lower ones. It is
 /// not a guarantee against code outside the library that opens descriptors on another thread in
 /// the same microsecond while the process sits exactly at its limit: no user-space protocol can
 /// give that, short of patching CF. One spare slot beyond CF's count (`margin`) narrows that
@@ -27,19 +28,25 @@ enum DescriptorHeadroom {
     static let mode = 2
     private static let margin = 1
 
-    /// Serialises the library's CF allocations; counts the probes. (Not a `Locked<Void>`: with no
-    /// storage to guard, the compiler may move the state access out of the critical section, and
-    /// ThreadSanitizer then reports it.)
-    private static let lock = Locked(0)
+    /// Serialises the library's CF allocations; holds where the last probe found the lowest free
+    /// descriptor, where free ones are looked for first.
+    private static let lock = Locked(Int32(0))
 
     /// Calls `body`, which may make CF take up to `count` descriptors, if that many (plus a
     /// spare) are free now; otherwise returns the `errno` that refused them, without calling it.
+    ///
+    /// Free slots are first looked for without taking any: a `poll` of the few descriptor numbers
+    /// from where the last probe found the lowest free one says which are closed (and the limit
+    /// which are allowed), two system calls where the probe costs five (about 0.7 µs of a thread's
+    /// start). What CF takes then comes from those or from lower ones. Only when too few of them
+    /// are free does the probe decide.
     static func withDescriptors<Result>(
         _ count: Int, _ body: () throws(LongThreadError) -> Result
     ) throws(LongThreadError) -> Result {
-        try lock.withLock { (probes: inout Int) throws(LongThreadError) -> Result in
-            probes &+= 1
-            if let errno = probe(count + margin) { throw .outOfResources(errno: errno) }
+        try lock.withLock { (lowestFree: inout Int32) throws(LongThreadError) -> Result in
+            if CLongThreadsShims_freeSlots(lowestFree) < count + margin {
+                if let errno = probe(count + margin, lowestFree: &lowestFree) { throw .outOfResources(errno: errno) }
+            }
             return try body()
         }
     }
@@ -47,8 +54,8 @@ enum DescriptorHeadroom {
     /// Takes `count` descriptors and gives them back; the errno of the first refusal, if any.
     /// `count + 1` system calls when the descriptors come out consecutive, as they nearly always
     /// do (duplicates, one `close_range`), where an open of /dev/null and a close each cost eight
-    /// per thread's start.
-    private static func probe(_ count: Int) -> Int32? {
+    /// per thread's start. `lowestFree`: the first descriptor it got, when it got one.
+    private static func probe(_ count: Int, lowestFree: inout Int32) -> Int32? {
         // On the stack: an array here was an allocation per thread's start.
         withUnsafeTemporaryAllocation(of: Int32.self, capacity: max(count, 1)) { taken in
             var held = 0
@@ -58,6 +65,7 @@ enum DescriptorHeadroom {
             var first = fcntl(0, F_DUPFD_CLOEXEC, 0)
             if first < 0, errno == EBADF { first = CLongThreadsShims_eventfd(0) }
             if first < 0 { return errno }
+            lowestFree = first
             taken[0] = first
             held = 1
             while held < count {

@@ -16,7 +16,4 @@ struct StartHandshake {
     var startError: Int32?
     /// What `Options.setUp` threw, written before `ready` is signalled.
     var setUpError: (any Error)?
-    /// Loop thread: whether the first entry into the loop signalled `ready` (a nested run enters
-    /// again).
-    var announced = false
 }

@@ -5,8 +5,8 @@ import Glibc
 extension ThreadCore {
     /// Begins a stop (or turns a draining stop into a discarding one). Any thread, never blocks.
     ///
-    /// The request is a state change plus a signalled source, never a bare `CFRunLoopStop` or
-    /// wake-up: those are lost when the loop is between two runs, a signalled source is not.
+    /// The request is a state change, a signalled source and a `CFRunLoopStop`: the stop alone
+    /// is lost when the loop is between two runs, a signalled source is not.
     /// Timers end here: a draining thread does not wait for them.
     func requestStop(_ pending: LongThread.PendingWork) {
         typealias Taken = (engine: RunLoopEngine?, dropped: [QueueEntry], mustTell: Bool, timers: [LongThreadTimer])
@@ -43,9 +43,8 @@ extension ThreadCore {
         toTell += timers.compactMap { $0.cancelReturningWork() }
         Self.tell(toTell)
         stopFinished()
-        // Nil when the loop never ran (it sees the stop when it starts) or has exited. The
-        // wake-up runs the drain, which sees the stop.
-        engine?.wake()
+        // Nil when the loop never ran (it sees the stop when it starts) or has exited.
+        engine?.stopRun()
     }
 
     /// A stopper released what it took; the last one lets a waiting `finishExit` go on.

@@ -285,11 +285,6 @@ extension ThreadCore: RunLoopEngineDelegate {
     }
 
     func engineDidEnterRun() {
-        if !handshake.announced {
-            handshake.announced = true
-            instrument?.record(.started(name: name))
-            handshake.ready.signal()
-        }
         let mode = engine?.currentModeName() ?? RunLoop.Mode.default.rawValue
         runModes.append(mode)
         // A run nested inside a task suspends the drain that was running it: producers must

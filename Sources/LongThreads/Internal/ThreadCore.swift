@@ -204,6 +204,8 @@ final class ThreadCore: @unchecked Sendable {
             state.lifecycle.loopStarted()
         }
         if setUp() {
+            instrument?.record(.started(name: name))
+            handshake.ready.signal()
             runUntilStopped(engine)
             // After the last item, before the loop is torn down, however the stop came.
             options.tearDown?()
