@@ -346,10 +346,18 @@ static bool eventIsSet(void *event) {
     return __atomic_load_n(&((CLongThreadsShims_Event *)event)->state, __ATOMIC_ACQUIRE) == SET;
 }
 
+/// The replier last ran on this CPU: spinning would only keep it off (see "Same CPU").
+static bool replierSharesCPU(const void *replier) {
+    return replier != NULL && replier == lastReplier && onCPU(lastReplierCPU);
+}
+
 static int64_t replySpinBudget(const void *replier, int64_t now) {
-    // The replier last ran on this CPU: spinning would only keep it off (see "Same CPU").
-    bool sameCPU = replier != NULL && replier == lastReplier && onCPU(lastReplierCPU);
-    return sameCPU ? 0 : spinBudget(&replies, now, SPIN_MAX_NANOSECONDS);
+    return replierSharesCPU(replier) ? 0 : spinBudget(&replies, now, SPIN_MAX_NANOSECONDS);
+}
+
+void CLongThreadsShims_noteReplier(const void *replier, int cpu) {
+    lastReplier = replier;
+    lastReplierCPU = cpu;
 }
 
 int64_t CLongThreadsShims_replySpinBudget(const void *replier) {
@@ -399,9 +407,10 @@ static bool threadJoined(void *attempt) {
     return join->result != EBUSY;
 }
 
-int CLongThreadsShims_joinThread(pthread_t thread) {
+int CLongThreadsShims_joinThread(pthread_t thread, const void *replier) {
     int64_t start = nowNanoseconds();
-    int64_t spinFor = spinBudget(&joins, start, JOIN_SPIN_MAX_NANOSECONDS);
+    // An ending thread on the joiner's CPU needs that CPU to end (see "Same CPU").
+    int64_t spinFor = replierSharesCPU(replier) ? 0 : spinBudget(&joins, start, JOIN_SPIN_MAX_NANOSECONDS);
     if (spinFor > 0) {
         if (spinFor < JOIN_SPIN_MIN_NANOSECONDS) spinFor = JOIN_SPIN_MIN_NANOSECONDS;
         JoinAttempt attempt = { thread, EBUSY };

@@ -3,7 +3,8 @@
 /// The logging and metrics integrations (`LongThreadsLogging`, `LongThreadsMetrics`) turn these into
 /// log records and metrics; tests can record them.
 public enum LongThreadEvent: Sendable {
-    /// The thread's run loop runs. Reported on the thread.
+    /// The thread's run loop is ready and about to run (after `Options.setUp`). Reported on the
+    /// thread, before its creator's `init` returns.
     case started(name: String?)
     /// A stop began (or a draining stop turned into a discarding one). Reported on the caller of `stop`.
     case stopRequested(name: String?, pending: LongThread.PendingWork)

@@ -8,7 +8,8 @@
 /// ## Life story
 /// 1. `init` creates the pthread (its creation is checked: a failure throws), names it for the
 ///    kernel, installs the run-loop source its work arrives through (which also keeps the loop
-///    alive), and returns once the loop runs.
+///    alive), and returns once the loop is ready: made, with its source, and about to run (work
+///    posted from then on runs in its first pass).
 /// 2. It serves work posted with ``perform(modes:label:_:)``, ``sync(modes:label:_:)`` and
 ///    ``run(modes:label:_:)``: each item is a source0 item of the loop, FIFO for each producer, run in a
 ///    pass of the loop in one of the item's modes. Idle, it sleeps in the kernel and costs no CPU.
@@ -43,7 +44,8 @@ public final class LongThread: Sendable {
     ///   - options: Stack size and scheduling.
     /// - Throws: ``LongThreadError/cannotStart(errno:)`` when the pthread cannot be created or
     ///   cannot take the requested options.
-    /// - Callable from: any thread. Blocks until the new thread's loop runs (tens of microseconds).
+    /// - Callable from: any thread. Blocks until the new thread's loop is ready and about to run
+    ///   (tens of microseconds).
     public init(
         name: String? = nil,
         owner: AnyObject? = nil,

@@ -1,3 +1,4 @@
+import CoreFoundation
 import Foundation
 import LongThreads
 import LongThreadsTestSupport
@@ -110,5 +111,38 @@ struct ModeTests {
         #expect(entered.wait())
         thread.stop()
         #expect(result.events == [false])
+    }
+
+    @Test("a stop ends a task's own run of a mode the thread never saw, and the thread exits")
+    func stopEndsForeignNestedRun() throws {
+        // The task runs the loop itself, in a mode with none of the thread's sources: no drain
+        // can run there to notice the stop, so only the stop's own CFRunLoopStop ends the run.
+        let thread = try LongThread(name: "lt-stop-foreign")
+        let tid = try thread.kernelThreadID()
+        let entered = Latch()
+        let returned = Latch()
+        try thread.perform {
+            entered.countDown()
+            // A source that never fires keeps the mode from being empty, which would end the run
+            // at once.
+            let mode = CFStringCreateWithCString(nil, "foreign", CFStringBuiltInEncodings.UTF8.rawValue)
+            var context = CFRunLoopSourceContext()
+            let source = CFRunLoopSourceCreate(nil, 0, &context)
+            CFRunLoopAddSource(CFRunLoopGetCurrent(), source, mode)
+            _ = CFRunLoopRunInMode(mode, 30, false)
+            CFRunLoopRemoveSource(CFRunLoopGetCurrent(), source, mode)
+            returned.countDown()
+        }
+        #expect(entered.wait())
+        // Asleep after the task began: in its run (a stop before that run began is not its to see).
+        #expect(waitUntil { threadIsSleeping(tid) })
+        // On another thread, so that a stop that waits for the run's 30 s fails here instead.
+        let stopped = Latch()
+        Thread.detachNewThread {
+            thread.stop()
+            stopped.countDown()
+        }
+        #expect(returned.wait(timeout: .seconds(5)))
+        #expect(stopped.wait(timeout: .seconds(5)))
     }
 }

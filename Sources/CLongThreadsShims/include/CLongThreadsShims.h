@@ -61,8 +61,13 @@ bool CLongThreadsShims_eventWait(CLongThreadsShims_Event *event, int64_t timeout
 /// not spin when that thread's last reply to it came from the caller's own CPU. Acquire ordering.
 void CLongThreadsShims_eventWaitForReply(CLongThreadsShims_Event *event, const void *replier);
 /// pthread_join, spinning first (on `pthread_tryjoin_np`) while a spare CPU lets the thread end
-/// meanwhile and recent joins were short. Returns what the join returns.
-int CLongThreadsShims_joinThread(pthread_t thread);
+/// meanwhile and recent joins were short, and not when the thread (its key `replier`, or NULL)
+/// last replied to the caller from the caller's own CPU. Returns what the join returns.
+int CLongThreadsShims_joinThread(pthread_t thread, const void *replier);
+/// Caller: the thread with key `replier` runs on `cpu` (-1: unknown), as a reply from it would
+/// have said. A creator learns it from its new thread's start, so that its first wait for a
+/// reply does not spin on the CPU the new thread needs.
+void CLongThreadsShims_noteReplier(const void *replier, int cpu);
 /// True when the event is set (acquire).
 bool CLongThreadsShims_eventIsSet(CLongThreadsShims_Event *event);
 

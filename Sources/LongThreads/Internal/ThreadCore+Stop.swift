@@ -171,7 +171,7 @@ extension ThreadCore {
             pthread_detach(thread)
             joinFinished()
         case .join(let thread):
-            let rc = CLongThreadsShims_joinThread(thread)
+            let rc = CLongThreadsShims_joinThread(thread, replierKey)
             precondition(rc == 0, "BUG IN LongThreads (please report): pthread_join failed with \(rc)")
             joinFinished()
         case .waitForJoiner:

@@ -167,6 +167,9 @@ final class ThreadCore: @unchecked Sendable {
             waitUntilExit(timeout: nil)
             throw .setUpFailed(setUpError)
         }
+        // A new thread usually starts on its creator's CPU: then the creator's first wait for a
+        // reply sleeps at once instead of spinning on the CPU the thread needs to reply.
+        CLongThreadsShims_noteReplier(replierKey, handshake.loopCPU)
     }
 
     /// The pthread's body (`PosixThread.spawn(options:running:)`).
@@ -205,6 +208,7 @@ final class ThreadCore: @unchecked Sendable {
         }
         if setUp() {
             instrument?.record(.started(name: name))
+            handshake.loopCPU = CLongThreadsShims_currentCPU()
             handshake.ready.signal()
             runUntilStopped(engine)
             // After the last item, before the loop is torn down, however the stop came.
