@@ -167,6 +167,17 @@ struct SameCPUSpinTests {
         return (forOther, CLongThreadsShims_replySpinBudget(asked), event.replierCPU)
     }
 
+    @Test("a creator does not spin for its new thread's first reply when the thread started on its CPU")
+    func noSpinForNewThreadOnSameCPU() {
+        // What `ThreadCore.start` notes from the start handshake: the new thread's key and CPU.
+        Self.check("would spin") { cpu, other in
+            CLongThreadsShims_noteReplier(Self.replierA, other)
+            let forOther = CLongThreadsShims_replySpinBudget(Self.replierA)
+            CLongThreadsShims_noteReplier(Self.replierA, cpu)
+            return (forOther, CLongThreadsShims_replySpinBudget(Self.replierA), cpu)
+        }
+    }
+
     @Test("a caller does not spin for a reply when that thread's last reply came from its own CPU")
     func noSpinWhenReplierOnSameCPU() {
         Self.check("would spin") { _, other in Self.spinBudgets(asking: Self.replierA, other: other) }
