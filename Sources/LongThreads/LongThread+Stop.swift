@@ -10,8 +10,13 @@ extension LongThread {
     ///   ``LongThreadError/stopped``, also from the thread's own tasks while it drains.
     /// - Blocks: with `waitUntilDone` (the default), until the loop has exited, the pthread has
     ///   ended and been joined, and the run loop, its sources and every queued closure are released.
-    ///   The join spins first, at most 100 µs, while a CPU is spare (the thread's last steps take
-    ///   about what waking a sleeper costs); otherwise, and after that, it sleeps.
+    ///   The join spins first, at most 100 µs, while a CPU is spare and the thread was last seen
+    ///   on another CPU (the thread's last steps take about what waking a sleeper costs);
+    ///   otherwise, and after that, it sleeps.
+    /// - Nested runs: a run of the loop that a task started itself
+    ///   (``runNested(in:until:while:)``, `RunLoop.run(mode:before:)`, `CFRunLoopRunInMode`, in
+    ///   any mode) and that is under way when the stop comes returns, so that the task can end;
+    ///   the thread ends after that task.
     /// - Called on this thread (from a task): requests the stop and returns at once, whatever
     ///   `waitUntilDone` says; the thread ends after the current task. A later `stop()` or `deinit`
     ///   elsewhere joins it.

@@ -25,7 +25,7 @@ final class Connection: Sendable {
 
 // README: tour
 func tourExample(connection: Connection, sql: String) async throws -> (rows: [String], rowCount: () throws -> Int) {
-    let db = try LongThread(name: "db")                          // returns once its run loop runs
+    let db = try LongThread(name: "db")                          // returns once its run loop is ready
 
     try db.perform { connection.execute("VACUUM") }               // queued, FIFO, runs on "db"
     let rows = try await db.run { try connection.query(sql) }     // async code: suspends the task

@@ -28,7 +28,7 @@ final class ThreadCore: @unchecked Sendable {
     var replierKey: UnsafeRawPointer { UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque()) }
 
     // MARK: The start: each side writes before the signal the other waits on (`StartHandshake`)
-    /// The creator's wait for the loop's first run, and what the start reports to it.
+    /// The creator's wait for the loop to be ready, and what the start reports to it.
     var handshake = StartHandshake()
 
     // MARK: Written once before the pthread starts (pthread_create orders it before every read)
@@ -151,7 +151,7 @@ final class ThreadCore: @unchecked Sendable {
 
     // MARK: - Start
 
-    /// Creates the pthread and returns once its run loop runs. Creator's thread.
+    /// Creates the pthread and returns once its run loop is ready to run. Creator's thread.
     func start() throws(LongThreadError) {
         handshake.creatorLoadSample = CLongThreadsShims_currentLoadSample()
         // Read before the pthread exists: from then on the loop thread writes `handshake`.
