@@ -252,6 +252,8 @@ typedef struct {
 
 static __thread SpinHistory replies = { SPIN_MIN_NANOSECONDS, WIN_SCALE, 0 };
 static __thread SpinHistory lingers = { SPIN_MIN_NANOSECONDS, WIN_SCALE, 0 };
+#define JOIN_SPIN_MIN_NANOSECONDS 20000 // the join's own floor (see "A thread's end")
+static __thread SpinHistory joins = { JOIN_SPIN_MIN_NANOSECONDS, WIN_SCALE, 0 };
 static __thread int64_t loadSampledAt = INT64_MIN / 2;
 static __thread bool spareCPU;
 // The system's runnable count, shared by every thread: a thread's first spin or linger (a new
@@ -360,6 +362,10 @@ void CLongThreadsShims_noteReplier(const void *replier, int cpu) {
     lastReplierCPU = cpu;
 }
 
+int CLongThreadsShims_notedReplierCPU(const void *replier) {
+    return replier != NULL && replier == lastReplier ? lastReplierCPU : -1;
+}
+
 int64_t CLongThreadsShims_replySpinBudget(const void *replier) {
     return replySpinBudget(replier, nowNanoseconds());
 }
@@ -367,6 +373,7 @@ int64_t CLongThreadsShims_replySpinBudget(const void *replier) {
 void CLongThreadsShims_resetSpinHistories(void) {
     replies = (SpinHistory){ SPIN_MIN_NANOSECONDS, WIN_SCALE, 0 };
     lingers = (SpinHistory){ SPIN_MIN_NANOSECONDS, WIN_SCALE, 0 };
+    joins = (SpinHistory){ JOIN_SPIN_MIN_NANOSECONDS, WIN_SCALE, 0 };
 }
 
 int CLongThreadsShims_currentCPU(void) {
@@ -391,10 +398,8 @@ void CLongThreadsShims_eventWaitForReply(CLongThreadsShims_Event *event, const v
 // three times recent wins, probes only while spins keep losing), with a longer budget and a
 // history of its own. `pthread_tryjoin_np` only reads the tid the kernel clears at the thread's
 // exit: no system call until it has ended.
-#define JOIN_SPIN_MIN_NANOSECONDS 20000
 #define JOIN_SPIN_MAX_NANOSECONDS 100000
 
-static __thread SpinHistory joins = { JOIN_SPIN_MIN_NANOSECONDS, WIN_SCALE, 0 };
 
 typedef struct {
     pthread_t thread;
@@ -407,10 +412,18 @@ static bool threadJoined(void *attempt) {
     return join->result != EBUSY;
 }
 
+static int64_t joinSpinBudget(const void *replier, int64_t now) {
+    // An ending thread on the joiner's CPU needs that CPU to end (see "Same CPU").
+    return replierSharesCPU(replier) ? 0 : spinBudget(&joins, now, JOIN_SPIN_MAX_NANOSECONDS);
+}
+
+int64_t CLongThreadsShims_joinSpinBudget(const void *replier) {
+    return joinSpinBudget(replier, nowNanoseconds());
+}
+
 int CLongThreadsShims_joinThread(pthread_t thread, const void *replier) {
     int64_t start = nowNanoseconds();
-    // An ending thread on the joiner's CPU needs that CPU to end (see "Same CPU").
-    int64_t spinFor = replierSharesCPU(replier) ? 0 : spinBudget(&joins, start, JOIN_SPIN_MAX_NANOSECONDS);
+    int64_t spinFor = joinSpinBudget(replier, start);
     if (spinFor > 0) {
         if (spinFor < JOIN_SPIN_MIN_NANOSECONDS) spinFor = JOIN_SPIN_MIN_NANOSECONDS;
         JoinAttempt attempt = { thread, EBUSY };

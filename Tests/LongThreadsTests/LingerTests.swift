@@ -178,6 +178,16 @@ struct SameCPUSpinTests {
         }
     }
 
+    @Test("a joiner does not spin for the end of a thread last seen on its own CPU")
+    func noJoinSpinForThreadOnSameCPU() {
+        Self.check("would spin in the join") { cpu, other in
+            CLongThreadsShims_noteReplier(Self.replierA, other)
+            let forOther = CLongThreadsShims_joinSpinBudget(Self.replierA)
+            CLongThreadsShims_noteReplier(Self.replierA, cpu)
+            return (forOther, CLongThreadsShims_joinSpinBudget(Self.replierA), cpu)
+        }
+    }
+
     @Test("a caller does not spin for a reply when that thread's last reply came from its own CPU")
     func noSpinWhenReplierOnSameCPU() {
         Self.check("would spin") { _, other in Self.spinBudgets(asking: Self.replierA, other: other) }

@@ -1,7 +1,7 @@
 import CLongThreadsShims
 import CoreFoundation
 import Foundation
-import LongThreads
+@testable import LongThreads
 import Testing
 
 @Suite("Starting a thread")
@@ -30,7 +30,7 @@ struct StartTests {
         #expect(ProcessCensus.name(ofThread: try thread.kernelThreadID()) == "LongThread")
     }
 
-    @Test("init returns with the thread's run loop running, in the default mode")
+    @Test("init returns with the thread's run loop ready: work runs in the default mode, off the main thread")
     func loopRunsWhenInitReturns() throws {
         let thread = try LongThread(name: "lt-start-loop")
         defer { thread.stop() }
@@ -38,6 +38,17 @@ struct StartTests {
         #expect(mode == .default)
         let isMain = try thread.sync { Thread.isMainThread }
         #expect(!isMain)
+    }
+
+    @Test("init tells the creator the new thread's CPU, as a reply from it would")
+    func creatorLearnsTheThreadsCPU() throws {
+        // What the creator's first wait for a reply goes by: no spin when it runs on that CPU
+        // (the rule itself: SameCPUSpinTests).
+        let thread = try LongThread(name: "lt-start-cpu")
+        defer { thread.stop() }
+        let started = thread.core.handshake.loopCPU
+        #expect(started >= 0)
+        #expect(CLongThreadsShims_notedReplierCPU(thread.core.replierKey) == started)
     }
 
     @Test("a stack below PTHREAD_STACK_MIN throws cannotStart(EINVAL) instead of a thread that never runs")

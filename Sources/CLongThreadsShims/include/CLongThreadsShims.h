@@ -68,6 +68,8 @@ int CLongThreadsShims_joinThread(pthread_t thread, const void *replier);
 /// have said. A creator learns it from its new thread's start, so that its first wait for a
 /// reply does not spin on the CPU the new thread needs.
 void CLongThreadsShims_noteReplier(const void *replier, int cpu);
+/// Tests: the CPU the calling thread last noted for `replier` (a reply, or a start), or -1.
+int CLongThreadsShims_notedReplierCPU(const void *replier);
 /// True when the event is set (acquire).
 bool CLongThreadsShims_eventIsSet(CLongThreadsShims_Event *event);
 
@@ -79,8 +81,11 @@ int64_t CLongThreadsShims_lingerBudget(void);
 /// `replier`: 0 when spinning cannot help (no spare CPU, recent spins lost, or that replier's last
 /// reply came from this CPU). For tests.
 int64_t CLongThreadsShims_replySpinBudget(const void *replier);
-/// Tests: forgets what the calling thread's reply spins and lingers learnt (each then spins as a
-/// new thread's first would, load permitting).
+/// How long (ns) `joinThread` would spin now on the calling thread before it sleeps in the join
+/// of the thread with key `replier`: 0 under the reply spin's rules. For tests.
+int64_t CLongThreadsShims_joinSpinBudget(const void *replier);
+/// Tests: forgets what the calling thread's reply spins, lingers and joins learnt (each then spins
+/// as a new thread's first would, load permitting).
 void CLongThreadsShims_resetSpinHistories(void);
 /// The CPU the calling thread runs on (from the rseq area, else sched_getcpu), or -1.
 int CLongThreadsShims_currentCPU(void);
