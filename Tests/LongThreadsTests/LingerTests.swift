@@ -167,25 +167,26 @@ struct SameCPUSpinTests {
         return (forOther, CLongThreadsShims_replySpinBudget(asked), event.replierCPU)
     }
 
+    /// Notes `replierA` as last seen on `other`, then on `cpu`; returns `budget(replierA)` after
+    /// each, and `cpu`.
+    static func budgetsAfterNoting(
+        _ cpu: Int32, _ other: Int32, _ budget: (UnsafeRawPointer) -> Int64
+    ) -> (control: Int64, underTest: Int64, recorded: Int32) {
+        CLongThreadsShims_noteReplier(replierA, other)
+        let forOther = budget(replierA)
+        CLongThreadsShims_noteReplier(replierA, cpu)
+        return (forOther, budget(replierA), cpu)
+    }
+
     @Test("a creator does not spin for its new thread's first reply when the thread started on its CPU")
     func noSpinForNewThreadOnSameCPU() {
         // What `ThreadCore.start` notes from the start handshake: the new thread's key and CPU.
-        Self.check("would spin") { cpu, other in
-            CLongThreadsShims_noteReplier(Self.replierA, other)
-            let forOther = CLongThreadsShims_replySpinBudget(Self.replierA)
-            CLongThreadsShims_noteReplier(Self.replierA, cpu)
-            return (forOther, CLongThreadsShims_replySpinBudget(Self.replierA), cpu)
-        }
+        Self.check("would spin") { Self.budgetsAfterNoting($0, $1, CLongThreadsShims_replySpinBudget) }
     }
 
     @Test("a joiner does not spin for the end of a thread last seen on its own CPU")
     func noJoinSpinForThreadOnSameCPU() {
-        Self.check("would spin in the join") { cpu, other in
-            CLongThreadsShims_noteReplier(Self.replierA, other)
-            let forOther = CLongThreadsShims_joinSpinBudget(Self.replierA)
-            CLongThreadsShims_noteReplier(Self.replierA, cpu)
-            return (forOther, CLongThreadsShims_joinSpinBudget(Self.replierA), cpu)
-        }
+        Self.check("would spin in the join") { Self.budgetsAfterNoting($0, $1, CLongThreadsShims_joinSpinBudget) }
     }
 
     @Test("a caller does not spin for a reply when that thread's last reply came from its own CPU")
