@@ -133,13 +133,17 @@ extension LongThread {
     func runAndWait(modes: [RunLoop.Mode]?, label: String?, _ body: () -> Void) throws(LongThreadError) {
         try withoutActuallyEscaping(body) { (escapable) throws(LongThreadError) in
             let request = BlockingWork(ContextCarrier.carry(escapable, label: label), label: label)
+            // The loop thread was on a CPU when the post came: worth a spin even under load.
+            var loopAwake = false
             do throws(LongThreadError) {
-                try core.postWaitingForRoom { () throws(LongThreadError) in try core.enqueue(.waiting(request), modes: modes) }
+                try core.postWaitingForRoom { () throws(LongThreadError) in
+                    loopAwake = try core.enqueue(.waiting(request), modes: modes)
+                }
             } catch {
                 request.abandon()
                 throw error
             }
-            try request.waitForOutcome(postedTo: core)
+            try request.waitForOutcome(postedTo: core, loopAwake: loopAwake)
         }
     }
 

@@ -158,13 +158,13 @@ struct SameCPUSpinTests {
         CLongThreadsShims_eventInit(&control)
         CLongThreadsShims_eventReply(&control)
         control.replierCPU = other
-        CLongThreadsShims_eventWaitForReply(&control, replierA)  // set: returns at once, noting the reply
-        let forOther = CLongThreadsShims_replySpinBudget(replierA)
+        CLongThreadsShims_eventWaitForReply(&control, replierA, false)  // set: returns at once, noting the reply
+        let forOther = CLongThreadsShims_replySpinBudget(replierA, false)
         var event = CLongThreadsShims_Event()
         CLongThreadsShims_eventInit(&event)
         CLongThreadsShims_eventReply(&event)  // replied from this CPU
-        CLongThreadsShims_eventWaitForReply(&event, replierA)
-        return (forOther, CLongThreadsShims_replySpinBudget(asked), event.replierCPU)
+        CLongThreadsShims_eventWaitForReply(&event, replierA, false)
+        return (forOther, CLongThreadsShims_replySpinBudget(asked, false), event.replierCPU)
     }
 
     /// Notes `replierA` as last seen on `other`, then on `cpu`; returns `budget(replierA)` after
@@ -181,7 +181,7 @@ struct SameCPUSpinTests {
     @Test("a creator does not spin for its new thread's first reply when the thread started on its CPU")
     func noSpinForNewThreadOnSameCPU() {
         // What `ThreadCore.start` notes from the start handshake: the new thread's key and CPU.
-        Self.check("would spin") { Self.budgetsAfterNoting($0, $1, CLongThreadsShims_replySpinBudget) }
+        Self.check("would spin") { Self.budgetsAfterNoting($0, $1) { CLongThreadsShims_replySpinBudget($0, false) } }
     }
 
     @Test("a joiner does not spin for the end of a thread last seen on its own CPU")
@@ -227,7 +227,7 @@ struct SameCPUSpinTests {
                 replierDone.countDown()
             }
             replier.start()
-            CLongThreadsShims_eventWaitForReply(event, nil)
+            CLongThreadsShims_eventWaitForReply(event, nil, false)
             // The replier may still be inside the signal's futex wake: free the event after it.
             #expect(replierDone.wait())
             event.deallocate()

@@ -58,8 +58,10 @@ bool CLongThreadsShims_eventWait(CLongThreadsShims_Event *event, int64_t timeout
 /// Waits until the event is set, for a reply expected within microseconds: spins first while a
 /// spare CPU lets the signalling thread run meanwhile and recent waits were short, then sleeps.
 /// `replier`: the key of the thread expected to reply (`setReplierKey`), or NULL; a caller does
-/// not spin when that thread's last reply to it came from the caller's own CPU. Acquire ordering.
-void CLongThreadsShims_eventWaitForReply(CLongThreadsShims_Event *event, const void *replier);
+/// not spin when that thread's last reply to it came from the caller's own CPU. `replierAwake`:
+/// the post found the replying thread draining (it needed no wake-up), so it is on a CPU; with no
+/// spare CPU only such a wait spins (see "Under load" in shims.c). Acquire ordering.
+void CLongThreadsShims_eventWaitForReply(CLongThreadsShims_Event *event, const void *replier, bool replierAwake);
 /// pthread_join, spinning first (on `pthread_tryjoin_np`) while a spare CPU lets the thread end
 /// meanwhile and recent joins were short, and not when the thread (its key `replier`, or NULL)
 /// last replied to the caller from the caller's own CPU. Returns what the join returns.
@@ -74,13 +76,16 @@ int CLongThreadsShims_notedReplierCPU(const void *replier);
 bool CLongThreadsShims_eventIsSet(CLongThreadsShims_Event *event);
 
 /// Loop thread, after it replied to a blocked caller and found no work: how long (ns) to look for
-/// that caller's next request before sleeping; 0 when lingering cannot win (no spare CPU, or
-/// recent lingers lost). Per thread.
+/// that caller's next request before sleeping; 0 when lingering cannot win (the caller was on
+/// this CPU, or recent lingers lost); shorter with no spare CPU. Per thread.
 int64_t CLongThreadsShims_lingerBudget(void);
 /// How long (ns) `eventWaitForReply` would spin now on the calling thread for a reply from
-/// `replier`: 0 when spinning cannot help (no spare CPU, recent spins lost, or that replier's last
-/// reply came from this CPU). For tests.
-int64_t CLongThreadsShims_replySpinBudget(const void *replier);
+/// `replier`, awake or not: 0 when spinning cannot help (no spare CPU and the replier asleep,
+/// recent spins lost, or that replier's last reply came from this CPU). For tests.
+int64_t CLongThreadsShims_replySpinBudget(const void *replier, bool replierAwake);
+/// Tests: on the calling thread, the spins and the linger see a spare CPU when `spare` is 1, none
+/// when 0, and read the machine's load as usual when -1 (the default).
+void CLongThreadsShims_setSpareCPUOverride(int spare);
 /// How long (ns) `joinThread` would spin now on the calling thread before it sleeps in the join
 /// of the thread with key `replier`: 0 under the reply spin's rules. For tests.
 int64_t CLongThreadsShims_joinSpinBudget(const void *replier);

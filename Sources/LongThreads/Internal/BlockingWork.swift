@@ -40,9 +40,10 @@ final class BlockingWork: WaitingWork, @unchecked Sendable {
     }
 
     /// Blocks until the work ran or was discarded; throws `.discarded` for the latter. `core`:
-    /// the thread it was posted to (the same-CPU hint is kept per thread).
-    func waitForOutcome(postedTo core: ThreadCore) throws(LongThreadError) {
-        done.waitForReply(from: core.replierKey)
+    /// the thread it was posted to (the same-CPU hint is kept per thread). `loopAwake`: the post
+    /// found that thread draining its queue (`ThreadCore.enqueue`).
+    func waitForOutcome(postedTo core: ThreadCore, loopAwake: Bool) throws(LongThreadError) {
+        done.waitForReply(from: core.replierKey, replierAwake: loopAwake)
         if discarded { throw .discarded }
     }
 

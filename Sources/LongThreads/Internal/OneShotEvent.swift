@@ -5,8 +5,8 @@ import CLongThreadsShims
 ///
 /// Unset until signalled once, then set for good; a signal wakes every waiter. A waiter sleeps on a
 /// futex; a signal costs a system call only when someone sleeps (`CLongThreadsShims_Event`). Only
-/// `waitForReply()` spins first, and only while spinning can win (a spare CPU, short recent waits,
-/// the replying thread last seen on another CPU);
+/// `waitForReply()` spins first, and only while spinning can win (a spare CPU, or the replying
+/// thread awake when the request came; short recent waits; that thread last seen on another CPU);
 /// the loop thread, having answered, lingers a few microseconds for the caller's next request
 /// (`ThreadCore.linger`), so back-to-back round trips find it awake. The start wait sleeps at once:
 /// the new thread often starts on the creator's CPU, where a spinning creator only delays it.
@@ -41,8 +41,10 @@ struct OneShotEvent: @unchecked Sendable {
     /// but the signaller's.
     /// `replier`: the thread expected to reply (its key, `CLongThreadsShims_setReplierKey`), so
     /// that the caller skips the spin when that thread last replied from the caller's CPU.
-    func waitForReply(from replier: UnsafeRawPointer? = nil) {
-        storage.withUnsafeMutablePointerToElements { CLongThreadsShims_eventWaitForReply($0, replier) }
+    /// `replierAwake`: that thread was draining its queue when the request came (on a CPU), the one
+    /// case where a caller spins with no spare CPU.
+    func waitForReply(from replier: UnsafeRawPointer? = nil, replierAwake: Bool = false) {
+        storage.withUnsafeMutablePointerToElements { CLongThreadsShims_eventWaitForReply($0, replier, replierAwake) }
     }
 
     /// Sleeps until signalled; returns false if `timeout` passed first. `nil` waits for ever.

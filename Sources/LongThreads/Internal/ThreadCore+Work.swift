@@ -11,12 +11,15 @@ extension ThreadCore: RunLoopEngineDelegate {
     /// limit, throws `.queueFull` when full (see `Backpressure`).
     /// `item` is made under the lock, straight into its queue entry: made outside, it was copied
     /// in (a retain and a release of the closure's context per post).
-    @inline(__always)
-    func enqueue(_ item: @autoclosure () -> WorkItem, modes: [RunLoop.Mode]?, atFront: Bool = false) throws(LongThreadError) {
+    /// Returns whether the post found the loop thread draining the queue (it needed no wake-up, and
+    /// that thread is on a CPU): a blocked caller may then spin for its reply even under load.
+    @inline(__always) @discardableResult
+    func enqueue(_ item: @autoclosure () -> WorkItem, modes: [RunLoop.Mode]?, atFront: Bool = false) throws(LongThreadError) -> Bool {
         // Posts are timed only for someone who listens: the hot path reads no clock otherwise.
         let postedAt = hints.load(ordering: .relaxed) & Hints.stampsPosts != 0 ? CLongThreadsShims_monotonicNanoseconds() : 0
-        let engineToWake = try shared.withLock { (state: inout SharedState) throws(LongThreadError) -> RunLoopEngine? in
+        let (engineToWake, foundDraining) = try shared.withLock { (state: inout SharedState) throws(LongThreadError) -> (RunLoopEngine?, Bool) in
             guard state.lifecycle.acceptsWork else { throw LongThreadError.stopped }
+            let draining = state.queue.consumerActive
             let mustWake: Bool
             if atFront {
                 // Not refused by a queue limit: jumping the queue is for the rare urgent item.
@@ -33,12 +36,13 @@ extension ThreadCore: RunLoopEngineDelegate {
                 if hasQueueLimit { try state.backpressure?.admit(refusable: !entry.item.isJob) }
                 mustWake = state.queue.append(entry)
             }
-            guard mustWake else { return nil }
+            guard mustWake else { return (nil, draining) }
             // Only the producer that wakes the loop touches the engine (a shared refcount).
-            return state.engine
+            return (state.engine, false)
         }
         // `wake` also signals the work source, until the thread has its own wake-up port.
         engineToWake?.wake()
+        return foundDraining
     }
 
     // MARK: - Loop thread only

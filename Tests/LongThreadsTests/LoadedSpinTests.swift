@@ -1,0 +1,120 @@
+import CLongThreadsShims
+import Foundation
+@testable import LongThreads
+import Testing
+
+/// With no spare CPU a spin usually keeps the awaited thread off a CPU, but not while that thread
+/// is on another CPU: a caller whose request found the loop thread draining spins for the reply,
+/// and a loop thread that answered a caller on another CPU lingers for its next request (see
+/// "Under load" in shims.c). The machine's load is forced on this thread
+/// (`CLongThreadsShims_setSpareCPUOverride`); each check is retried while this thread moved
+/// between CPUs mid-check (the same-CPU rule would then decide instead).
+@Suite("Spinning under load")
+struct LoadedSpinTests {
+    /// Runs `body(cpu, otherCPU)` with no spare CPU until this thread stayed on one CPU throughout,
+    /// then records what that try found: `body` returns its checks as (passed, what failed).
+    /// Nothing on a one-CPU machine.
+    static func underLoad(_ body: (_ cpu: Int32, _ other: Int32) -> [(Bool, String)]) {
+        let count = Int32(ProcessInfo.processInfo.activeProcessorCount)
+        CLongThreadsShims_setSpareCPUOverride(0)
+        defer {
+            CLongThreadsShims_setSpareCPUOverride(-1)
+            CLongThreadsShims_resetSpinHistories()
+        }
+        for _ in 0..<200 {
+            let cpu = CLongThreadsShims_currentCPU()
+            guard cpu >= 0, count > 1 else { return }
+            CLongThreadsShims_resetSpinHistories()
+            let checks = body(cpu, (cpu + 1) % count)
+            guard CLongThreadsShims_currentCPU() == cpu else { continue }
+            for (passed, what) in checks { #expect(passed, "\(what)") }
+            return
+        }
+        print("undecided: this thread moved between CPUs in 200 tries")
+    }
+
+    @Test("with no spare CPU a caller spins only for a thread that was awake when its request came")
+    func callerSpinsForAnAwakeLoopOnly() {
+        Self.underLoad { cpu, other in
+            let replier = SameCPUSpinTests.replierA
+            CLongThreadsShims_noteReplier(replier, other)
+            let asleep = CLongThreadsShims_replySpinBudget(replier, false)
+            let awake = CLongThreadsShims_replySpinBudget(replier, true)
+            // The same-CPU rule holds under load too.
+            CLongThreadsShims_noteReplier(replier, cpu)
+            let awakeHere = CLongThreadsShims_replySpinBudget(replier, true)
+            return [
+                (asleep == 0, "spins \(asleep) ns for a thread its post had to wake"),
+                (awake > 0, "no spin for a thread that was draining its queue on CPU \(other)"),
+                (awake <= 10_000, "a loaded spin of \(awake) ns: longer than its 10 µs cap"),
+                (awakeHere == 0, "spins \(awakeHere) ns for a thread on its own CPU \(cpu)"),
+            ]
+        }
+    }
+
+    @Test("with no spare CPU the loop thread lingers for a caller on another CPU, not for one on its own")
+    func loopLingersForACallerElsewhere() {
+        Self.underLoad { cpu, other in
+            var elsewhere = CLongThreadsShims_Event()
+            CLongThreadsShims_eventInit(&elsewhere)
+            elsewhere.waiterCPU = other
+            CLongThreadsShims_eventReply(&elsewhere)
+            let budget = CLongThreadsShims_lingerBudget()
+            var here = CLongThreadsShims_Event()
+            CLongThreadsShims_eventInit(&here)  // made here: the caller's CPU is this one
+            CLongThreadsShims_eventReply(&here)
+            let budgetHere = CLongThreadsShims_lingerBudget()
+            return [
+                (budget > 0, "no linger for a caller on CPU \(other)"),
+                (budget <= 20_000, "a loaded linger of \(budget) ns: longer than its 20 µs cap"),
+                (budgetHere == 0, "lingers \(budgetHere) ns for a caller on its own CPU \(cpu)"),
+            ]
+        }
+    }
+
+    @Test("round trips and posts are never lost while caller and loop thread both see no spare CPU")
+    func roundTripsUnderForcedLoad() throws {
+        let thread = try LongThread(name: "lt-loaded", options: .init(setUp: { CLongThreadsShims_setSpareCPUOverride(0) }))
+        defer { thread.stop() }
+        CLongThreadsShims_setSpareCPUOverride(0)
+        defer { CLongThreadsShims_setSpareCPUOverride(-1) }
+        for round in 0..<2_000 {
+            #expect(try thread.sync { round } == round)
+            if round % 100 == 0 {
+                // A post right after a reply, inside a linger or just after it, must run.
+                let ran = Latch()
+                try thread.perform { ran.countDown() }
+                let didRun = ran.wait(timeout: .seconds(10))
+                #expect(didRun, "round \(round): a post after a reply never ran")
+                if !didRun { return }
+            }
+        }
+    }
+
+    @Test("a post tells its caller whether it found the loop thread draining: awake while it runs a task, not asleep")
+    func postSaysWhetherTheLoopWasAwake() throws {
+        let thread = try LongThread(name: "lt-post-awake")
+        defer { thread.stop() }
+        let core = thread.core
+        for round in 0..<20 {
+            // Asleep: nothing queued, and the loop has left its drain (and any linger).
+            let idle = Latch()
+            try thread.perform { idle.countDown() }
+            #expect(idle.wait())
+            let deadline = ContinuousClock.now + .seconds(10)
+            while core.shared.withLock({ $0.queue.consumerActive }), ContinuousClock.now < deadline { usleep(100) }
+            let ran = Latch(count: 2)
+            #expect(try core.enqueue(.fireAndForget { ran.countDown() }, modes: nil) == false,
+                    "round \(round): a post to a sleeping loop said it was awake")
+            // Awake: the loop thread is inside a task of its batch.
+            let inside = Latch()
+            let release = Latch()
+            try thread.perform { inside.countDown(); release.wait() }
+            #expect(inside.wait())
+            #expect(try core.enqueue(.fireAndForget { ran.countDown() }, modes: nil) == true,
+                    "round \(round): a post to a loop running a task said it was asleep")
+            release.countDown()
+            #expect(ran.wait())
+        }
+    }
+}
