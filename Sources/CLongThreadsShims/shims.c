@@ -385,7 +385,7 @@ static bool replierSharesCPU(const void *replier) {
 //   the loop awake, so neither sleeps again while the calls keep coming.
 // Both keep the same-CPU rule and learn from their wins and losses as at rest. Measured with two
 // CPU-bound threads beside a caller (2 vCPUs): round trips whose two threads ran on different
-// CPUs took 1.0 µs at the median, against 25 µs when both slept (Benchmarks/README.md).
+// CPUs took 1.1-2.7 µs at the median, against 25 µs when both slept (Benchmarks/README.md).
 #define LOADED_SPIN_MAX_NANOSECONDS 10000
 #define LOADED_LINGER_MAX_NANOSECONDS 20000
 
