@@ -109,25 +109,36 @@ struct SameCPUSpinTests {
         _ what: String, skips: Bool = true,
         _ measure: (_ cpu: Int32, _ other: Int32) -> (control: Int64, underTest: Int64, recorded: Int32)
     ) {
+        let decided = onOneCPU { cpu, other -> (control: Int64, underTest: Int64, recorded: Int32)? in
+            let budget = measure(cpu, other)
+            // The control again, after the budget under test: still a spare CPU (the load
+            // sample may be retaken between two calls).
+            let again = measure(cpu, other)
+            return budget.recorded == cpu && budget.control > 0 && again.control > 0 ? budget : nil
+        }
+        guard let (budget, cpu) = decided else { return }
+        if skips {
+            #expect(budget.underTest == 0, "\(what) \(budget.underTest) ns for a thread on CPU \(cpu), its own")
+        } else {
+            #expect(budget.underTest > 0, "\(what)")
+        }
+    }
+
+    /// Tries `body(cpu, otherCPU)`, each time from a fresh spin history, until a try ran with this
+    /// thread on one CPU throughout and `body` found it conclusive (non-nil); returns that result
+    /// and the CPU, or nil after 200 tries (printed) or on a one-CPU machine.
+    static func onOneCPU<Result>(_ body: (_ cpu: Int32, _ other: Int32) -> Result?) -> (Result, Int32)? {
         let count = Int32(ProcessInfo.processInfo.activeProcessorCount)
         for _ in 0..<200 {
             let cpu = CLongThreadsShims_currentCPU()
-            guard cpu >= 0, count > 1 else { return }
+            guard cpu >= 0, count > 1 else { return nil }
             CLongThreadsShims_resetSpinHistories()
-            let budget = measure(cpu, (cpu + 1) % count)
-            // The control again, after the budget under test: still a spare CPU (the load
-            // sample may be retaken between two calls).
-            let again = measure(cpu, (cpu + 1) % count)
-            guard CLongThreadsShims_currentCPU() == cpu, budget.recorded == cpu, budget.control > 0, again.control > 0
-            else { continue }
-            if skips {
-                #expect(budget.underTest == 0, "\(what) \(budget.underTest) ns for a thread on CPU \(cpu), its own")
-            } else {
-                #expect(budget.underTest > 0, "\(what)")
-            }
-            return
+            let result = body(cpu, (cpu + 1) % count)
+            guard CLongThreadsShims_currentCPU() == cpu, let result else { continue }
+            return (result, cpu)
         }
-        print("undecided: no spare CPU in 200 tries")
+        print("undecided: no conclusive try in 200")
+        return nil
     }
 
     @Test("the loop thread does not linger for a caller that was on its own CPU")

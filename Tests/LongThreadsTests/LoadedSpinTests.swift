@@ -15,22 +15,13 @@ struct LoadedSpinTests {
     /// then records what that try found: `body` returns its checks as (passed, what failed).
     /// Nothing on a one-CPU machine.
     static func underLoad(_ body: (_ cpu: Int32, _ other: Int32) -> [(Bool, String)]) {
-        let count = Int32(ProcessInfo.processInfo.activeProcessorCount)
         CLongThreadsShims_setSpareCPUOverride(0)
         defer {
             CLongThreadsShims_setSpareCPUOverride(-1)
             CLongThreadsShims_resetSpinHistories()
         }
-        for _ in 0..<200 {
-            let cpu = CLongThreadsShims_currentCPU()
-            guard cpu >= 0, count > 1 else { return }
-            CLongThreadsShims_resetSpinHistories()
-            let checks = body(cpu, (cpu + 1) % count)
-            guard CLongThreadsShims_currentCPU() == cpu else { continue }
-            for (passed, what) in checks { #expect(passed, "\(what)") }
-            return
-        }
-        print("undecided: this thread moved between CPUs in 200 tries")
+        guard let (checks, _) = SameCPUSpinTests.onOneCPU(body) else { return }
+        for (passed, what) in checks { #expect(passed, "\(what)") }
     }
 
     @Test("with no spare CPU a caller spins only for a thread that was awake when its request came")
