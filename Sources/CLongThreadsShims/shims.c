@@ -254,6 +254,7 @@ static __thread SpinHistory replies = { SPIN_MIN_NANOSECONDS, WIN_SCALE, 0 };
 static __thread SpinHistory lingers = { SPIN_MIN_NANOSECONDS, WIN_SCALE, 0 };
 #define JOIN_SPIN_MIN_NANOSECONDS 20000 // the join's own floor (see "A thread's end")
 static __thread SpinHistory joins = { JOIN_SPIN_MIN_NANOSECONDS, WIN_SCALE, 0 };
+static __thread SpinHistory parks = { SPIN_MIN_NANOSECONDS, WIN_SCALE, 0 };
 static __thread int64_t loadSampledAt = INT64_MIN / 2;
 static __thread bool spareCPU;
 // The system's runnable count, shared by every thread: a thread's first spin or linger (a new
@@ -412,6 +413,7 @@ void CLongThreadsShims_resetSpinHistories(void) {
     replies = (SpinHistory){ SPIN_MIN_NANOSECONDS, WIN_SCALE, 0 };
     lingers = (SpinHistory){ SPIN_MIN_NANOSECONDS, WIN_SCALE, 0 };
     joins = (SpinHistory){ JOIN_SPIN_MIN_NANOSECONDS, WIN_SCALE, 0 };
+    parks = (SpinHistory){ SPIN_MIN_NANOSECONDS, WIN_SCALE, 0 };
 }
 
 int CLongThreadsShims_currentCPU(void) {
@@ -512,6 +514,44 @@ void CLongThreadsShims_lingerRecordLate(int64_t lateNanoseconds) {
     }
     // Came back within what a linger may last: not a loss, a budget too short. Learn it fast.
     lingers.average += (lateNanoseconds - lingers.average) / 2;
+}
+
+// MARK: Park
+//
+// A loop thread that has just answered a caller on its own CPU cannot linger: that caller needs
+// the CPU to post again (see "Same CPU"). When the caller did not take the CPU at the reply's
+// wake (the usual reason: a CPU-bound neighbour shares it), the loop found no work and slept in
+// CF, and each round trip then cost an eventfd write, and for the loop's wake-up a ppoll, an
+// epoll_wait, a read and a pass of CF's: about seven system calls per round trip (7.0 µs against
+// Dispatch's 4.7 with a hog on the pair's CPU). So the loop sleeps on a futex of its own, the park
+// bell, instead: the caller's next post rings it (one futex wake), and the loop runs it in the same
+// callout, with no pass of CF's, as a Dispatch worker would.
+//
+// The park's length. It ends at a post, a stop, the thread's next timer deadline, or after
+// PARK_MAX_NANOSECONDS. Not sooner: a timed futex wait whose expiry comes before the CPU's next
+// tick reprograms the timer hardware, on arming and again on the early wake (on this VM each is
+// a hypervisor exit: a 10 µs park made 40-60% of pinned round trips take 11 µs instead of 4.7).
+// One tick at HZ=250 (4 ms) is never the earliest expiry while the CPU is busy. Sources and timers
+// of CF's own (not the thread's LongThreadTimers) wait meanwhile, as during a linger; a thread
+// with descriptor sources or observers does not park (`ThreadCore.park`). Parks that keep ending
+// without work stop but for every PROBE_INTERVAL-th, as spins do.
+#define PARK_MAX_NANOSECONDS 4000000
+
+static __thread int64_t parkOverride;
+
+int64_t CLongThreadsShims_parkBudget(void) {
+    if (parkOverride != 0) return parkOverride > 0 ? parkOverride : 0;
+    if (!onCPU(lastWaiterCPU)) return 0;
+    if (parks.wins < WIN_SCALE / 4 && ++parks.sinceProbe % PROBE_INTERVAL != 0) return 0;
+    return PARK_MAX_NANOSECONDS;
+}
+
+void CLongThreadsShims_setParkOverride(int64_t nanoseconds) {
+    parkOverride = nanoseconds;
+}
+
+void CLongThreadsShims_parkRecord(bool won, int64_t waitedNanoseconds) {
+    recordSpin(&parks, won, waitedNanoseconds);
 }
 
 void CLongThreadsShims_relax(unsigned count) {

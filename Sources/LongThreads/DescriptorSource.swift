@@ -112,7 +112,7 @@ extension ThreadCore {
         _ descriptor: Int32, for events: DescriptorEvents, modes: [RunLoop.Mode],
         _ handler: @escaping @Sendable (DescriptorEvents) -> Void
     ) throws -> DescriptorSource {
-        try shared.withLock { state in
+        let (source, ringsPark) = try shared.withLock { state in
             guard state.lifecycle.acceptsWork, let engine = state.engine else { throw LongThreadError.stopped }
             let watches = engine.descriptorWatches
             let source = DescriptorSource(
@@ -121,8 +121,11 @@ extension ThreadCore {
             _ = try state.mask(for: modes)
             try watches.add(source, modes: modes, engine: engine, core: self)
             state.attachments[ObjectIdentifier(source.handler)] = source.handler
-            return source
+            // A thread with descriptor sources does not park (`parkLength`): its events would wait.
+            return (source, state.queue.unpark())
         }
+        if ringsPark { parkBell.ring() }
+        return source
     }
 }
 

@@ -141,18 +141,25 @@ struct SameCPUSpinTests {
         return nil
     }
 
+    /// Replies on this thread, as a loop thread would, to a caller on `cpu` (nil: this thread's
+    /// own), which tells this thread's next linger or park where its caller was. Returns the CPU
+    /// the reply recorded.
+    @discardableResult
+    static func answerCaller(on cpu: Int32? = nil) -> Int32 {
+        var event = CLongThreadsShims_Event()
+        CLongThreadsShims_eventInit(&event)  // made here: the caller's CPU is this one
+        if let cpu { event.waiterCPU = cpu }
+        CLongThreadsShims_eventReply(&event)
+        return event.waiterCPU
+    }
+
     @Test("the loop thread does not linger for a caller that was on its own CPU")
     func noLingerForCallerOnSameCPU() {
         Self.check("lingered") { _, other in
-            var control = CLongThreadsShims_Event()
-            CLongThreadsShims_eventInit(&control)
-            control.waiterCPU = other
-            CLongThreadsShims_eventReply(&control)
+            Self.answerCaller(on: other)
             let forOther = CLongThreadsShims_lingerBudget()
-            var event = CLongThreadsShims_Event()
-            CLongThreadsShims_eventInit(&event)  // made here: the waiter's CPU is this one
-            CLongThreadsShims_eventReply(&event)
-            return (forOther, CLongThreadsShims_lingerBudget(), event.waiterCPU)
+            let recorded = Self.answerCaller()
+            return (forOther, CLongThreadsShims_lingerBudget(), recorded)
         }
     }
 

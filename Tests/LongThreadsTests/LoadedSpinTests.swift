@@ -46,14 +46,9 @@ struct LoadedSpinTests {
     @Test("with no spare CPU the loop thread lingers for a caller on another CPU, not for one on its own")
     func loopLingersForACallerElsewhere() {
         Self.underLoad { cpu, other in
-            var elsewhere = CLongThreadsShims_Event()
-            CLongThreadsShims_eventInit(&elsewhere)
-            elsewhere.waiterCPU = other
-            CLongThreadsShims_eventReply(&elsewhere)
+            SameCPUSpinTests.answerCaller(on: other)
             let budget = CLongThreadsShims_lingerBudget()
-            var here = CLongThreadsShims_Event()
-            CLongThreadsShims_eventInit(&here)  // made here: the caller's CPU is this one
-            CLongThreadsShims_eventReply(&here)
+            SameCPUSpinTests.answerCaller()
             let budgetHere = CLongThreadsShims_lingerBudget()
             return [
                 (budget > 0, "no linger for a caller on CPU \(other)"),

@@ -125,9 +125,11 @@ struct StartTests {
         let thread = try LongThread(name: "lt-idle")
         defer { thread.stop() }
         let tid = try thread.kernelThreadID()
-        // Let the thread go back to sleep after the sync above, then watch it for a while. This
-        // sleep measures an absence (no wake-ups), it does not wait for an event.
-        #expect(waitUntil { threadIsSleeping(tid) })
+        // Let the thread go back to sleep in its run loop after the sync above (a loop that
+        // answered a caller on its own CPU first parks for that caller's next request, up to 4 ms:
+        // `ThreadCore.park`), then watch it for a while. This sleep measures an absence (no
+        // wake-ups), it does not wait for an event.
+        #expect(waitUntil { !thread.core.shared.withLock { $0.queue.consumerParked } && threadIsSleeping(tid) })
         let before = try #require(ProcessCensus.voluntarySwitches(ofThread: tid))
         usleep(300_000)
         let after = try #require(ProcessCensus.voluntarySwitches(ofThread: tid))

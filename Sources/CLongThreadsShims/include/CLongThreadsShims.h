@@ -102,6 +102,16 @@ void CLongThreadsShims_setLingerOverride(int64_t nanoseconds);
 void CLongThreadsShims_lingerWon(int64_t waitedNanoseconds);
 /// After a linger that found no work: the next request came `lateNanoseconds` after it began.
 void CLongThreadsShims_lingerRecordLate(int64_t lateNanoseconds);
+/// Loop thread, after it replied to a blocked caller on its own CPU and found no work: how long
+/// (ns) at most to sleep on its park bell for that caller's next request before it sleeps in the
+/// run loop (see "Park" in shims.c); 0 when the caller was on another CPU or recent parks found no
+/// work (but for probes). Per thread.
+int64_t CLongThreadsShims_parkBudget(void);
+/// Tests: on the calling thread, `CLongThreadsShims_parkBudget` returns `nanoseconds` when
+/// positive, 0 when negative, and decides as usual when 0 (the default).
+void CLongThreadsShims_setParkOverride(int64_t nanoseconds);
+/// Records a park that ended after `waitedNanoseconds`, with work (`won`) or without.
+void CLongThreadsShims_parkRecord(bool won, int64_t waitedNanoseconds);
 /// The calling thread's last sample of whether a CPU is spare (the spins' and the linger's
 /// signal), and when it was taken.
 typedef struct {

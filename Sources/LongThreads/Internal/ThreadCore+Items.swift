@@ -15,16 +15,19 @@ extension LongThreadTimer: LoopAttachment {}
 extension ThreadCore {
     func schedule(_ timer: LongThreadTimer, after delay: Duration, modes: [RunLoop.Mode]) throws(LongThreadError) {
         let deadline = CLongThreadsShims_monotonicNanoseconds() &+ UInt64(delay.clampedNanoseconds)
-        try shared.withLock { (state: inout SharedState) throws(LongThreadError) in
+        let ringsPark = try shared.withLock { (state: inout SharedState) throws(LongThreadError) -> Bool in
             guard state.lifecycle.acceptsWork, let engine = state.engine else { throw LongThreadError.stopped }
             let mask = try state.mask(for: modes)
             // A cancel either comes before this check, or its `timerEnded` waits for this lock and
             // then takes the timer out again (`run(after:)`'s task cancelled while it schedules).
-            guard !timer.isCancelled else { return }
+            guard !timer.isCancelled else { return false }
             state.timers[ObjectIdentifier(timer)] = timer
             state.timerSchedule.insert(timer, deadline: deadline, modes: mask)
             Self.armTimers(engine, state: &state)
+            // A park ends at the thread's next deadline, as it was before this one (`parkLength`).
+            return state.queue.unpark()
         }
+        if ringsPark { parkBell.ring() }
     }
 
     /// Under the lock: arms the engine's CF timer for the earliest pending deadline, unless it is
@@ -93,12 +96,15 @@ extension ThreadCore {
     }
 
     func register(_ attachment: some LoopAttachment, item: EngineItem, modes: [RunLoop.Mode]) throws(LongThreadError) {
-        try shared.withLock { (state: inout SharedState) throws(LongThreadError) in
+        let ringsPark = try shared.withLock { (state: inout SharedState) throws(LongThreadError) -> Bool in
             guard state.lifecycle.acceptsWork, let engine = state.engine else { throw LongThreadError.stopped }
             _ = try state.mask(for: modes)
             engine.add(item, modes: modes)
             state.attachments[ObjectIdentifier(attachment)] = attachment
+            // A thread with descriptor sources or observers does not park (`parkLength`).
+            return state.queue.unpark()
         }
+        if ringsPark { parkBell.ring() }
     }
 
     func itemEnded(_ attachment: some LoopAttachment) {
@@ -120,8 +126,12 @@ extension ThreadCore {
         // `.common` work and timers waiting may now run in `mode`, which the loop may be running
         // (a nested run): nothing else would give them a look before the next post or deadline.
         // After the bump, so that the look sees the new eligibility. The wake-up looks at work.
-        shared.withLock { _ in engine.signalTimers() }
+        let ringsPark = shared.withLock { state in
+            engine.signalTimers()
+            return state.queue.unpark()
+        }
         engine.wake()
+        if ringsPark { parkBell.ring() }
     }
 
     /// Loop thread only (checked by the caller).

@@ -17,7 +17,7 @@ extension ThreadCore: RunLoopEngineDelegate {
     func enqueue(_ item: @autoclosure () -> WorkItem, modes: [RunLoop.Mode]?, atFront: Bool = false) throws(LongThreadError) -> Bool {
         // Posts are timed only for someone who listens: the hot path reads no clock otherwise.
         let postedAt = hints.load(ordering: .relaxed) & Hints.stampsPosts != 0 ? CLongThreadsShims_monotonicNanoseconds() : 0
-        let (engineToWake, foundDraining) = try shared.withLock { (state: inout SharedState) throws(LongThreadError) -> (RunLoopEngine?, Bool) in
+        let (engineToWake, ringsPark, foundDraining) = try shared.withLock { (state: inout SharedState) throws(LongThreadError) -> (RunLoopEngine?, Bool, Bool) in
             guard state.lifecycle.acceptsWork else { throw LongThreadError.stopped }
             let draining = state.queue.consumerActive
             let mustWake: Bool
@@ -36,12 +36,15 @@ extension ThreadCore: RunLoopEngineDelegate {
                 if hasQueueLimit { try state.backpressure?.admit(refusable: !entry.item.isJob) }
                 mustWake = state.queue.append(entry)
             }
-            guard mustWake else { return (nil, draining) }
+            guard mustWake else { return (nil, false, draining) }
+            // A parked loop sleeps on its bell, not in CF (`park`).
+            if state.queue.unpark() { return (nil, true, false) }
             // Only the producer that wakes the loop touches the engine (a shared refcount).
-            return (state.engine, false)
+            return (state.engine, false, false)
         }
         // `wake` also signals the work source, until the thread has its own wake-up port.
         engineToWake?.wake()
+        if ringsPark { parkBell.ring() }
         return foundDraining
     }
 
@@ -106,25 +109,48 @@ extension ThreadCore: RunLoopEngineDelegate {
                 index += 1
             }
             batch.compact(&index)
-            let yieldToLoop = refills == Self.refillsPerCallout
-            let lingerFor = answeredCaller && !yieldToLoop ? CLongThreadsShims_lingerBudget() : 0
+            let yieldToLoop = refills >= Self.refillsPerCallout
+            // A caller answered in this batch may post again at once: the loop waits a little for
+            // it, spinning (`linger`) or, when the caller shares its CPU, asleep (`park`).
+            var lingerFor = answeredCaller ? CLongThreadsShims_lingerBudget() : 0
+            var parkFor = answeredCaller && lingerFor == 0 ? CLongThreadsShims_parkBudget() : 0
+            var parkSeen: UInt32 = 0
             var (gotMore, isStopping) = shared.withLock { state in
                 publishCounters(into: &state, ran: ran)
                 if state.countsWakeUps, let engine, !engine.countingWakeUps { engine.countWakeUps() }
-                if yieldToLoop, !state.queue.isEmpty { return (false, false) }
+                if yieldToLoop, !state.queue.isEmpty {
+                    // CF's pass comes first; nobody waits for a request already queued.
+                    (lingerFor, parkFor) = (0, 0)
+                    return (false, false)
+                }
+                let isStopping = state.lifecycle.isStopping
+                if parkFor > 0 {
+                    parkFor = isStopping ? 0 : parkLength(parkFor, state: state)
+                    // Read under the lock: a ring after it cannot be missed.
+                    parkSeen = parkBell.value
+                }
                 let before = batch.entries.count
-                let gotMore = state.queue.moveAll(to: &batch.entries, staysActive: lingerFor > 0 && !state.lifecycle.isStopping)
+                let gotMore = state.queue.moveAll(
+                    to: &batch.entries, staysActive: lingerFor > 0 && !isStopping, parks: parkFor > 0)
                 if gotMore { noteBatchGrew(from: before) }
-                return (gotMore, state.lifecycle.isStopping)
+                return (gotMore, isStopping)
             }
-            refills += 1
+            // A round trip's refill holds one caller's next request, not a batch to build up; the
+            // callout's time budget still gives CF its pass.
+            if !answeredCaller { refills += 1 }
+            answeredCaller = false
             totalRun += ran
             ran = 0
             if !gotMore, lingerFor > 0, !isStopping {
-                answeredCaller = false
                 let lingerStarted = CLongThreadsShims_monotonicNanoseconds()
                 (gotMore, isStopping) = linger(forNanoseconds: lingerFor, from: lingerStarted)
                 lingered += CLongThreadsShims_monotonicNanoseconds() - lingerStarted
+            } else if !gotMore, parkFor > 0 {
+                let parkStarted = CLongThreadsShims_monotonicNanoseconds()
+                (gotMore, isStopping) = park(forNanoseconds: parkFor, seen: parkSeen)
+                let parked = CLongThreadsShims_monotonicNanoseconds() - parkStarted
+                CLongThreadsShims_parkRecord(gotMore, Int64(parked))
+                lingered += parked
             }
             if !gotMore {
                 if yieldToLoop && !isStopping {
@@ -163,48 +189,6 @@ extension ThreadCore: RunLoopEngineDelegate {
             engine?.stopInnermostRun()
         }
         checkOwner()
-    }
-
-    /// Looks for work, without sleeping, for up to `nanoseconds` since `start`, while the queue
-    /// marks the consumer active (producers skip the wake-up: the loop thread is awake). Then moves
-    /// what came into the batch, or marks the consumer inactive. Returns what a refill returns.
-    /// Ends early for a stop. See `CLongThreadsShims_lingerBudget` for when it is worth it.
-    private func linger(forNanoseconds nanoseconds: Int64, from start: UInt64) -> (gotMore: Bool, isStopping: Bool) {
-        while true {
-            // About a microsecond between looks: a look takes the producers' lock.
-            CLongThreadsShims_relax(32)
-            let waited = CLongThreadsShims_monotonicNanoseconds() - start
-            let expired = waited >= UInt64(nanoseconds)
-            let outcome: (gotMore: Bool, isStopping: Bool)? = shared.withLock { state in
-                let isStopping = state.lifecycle.isStopping
-                if state.queue.isEmpty, !expired, !isStopping { return nil }
-                let before = batch.entries.count
-                let gotMore = state.queue.moveAll(to: &batch.entries)
-                if gotMore { noteBatchGrew(from: before) }
-                return (gotMore, isStopping)
-            }
-            if let outcome {
-                if outcome.gotMore {
-                    CLongThreadsShims_lingerWon(Int64(waited))
-                } else if !outcome.isStopping {
-                    // Nobody came in time: judge the linger when the next post comes, by its stamp.
-                    lingerMissedAt = start
-                    hints.bitwiseOr(Hints.stampsNextPost, ordering: .relaxed)
-                }
-                return outcome
-            }
-        }
-    }
-
-    /// Loop thread: the first stamped item since a linger found no work was posted at `postedAt`.
-    /// A caller that came back a little after the linger gave up lengthens the next lingers (its
-    /// wake-up took longer than the budget: on a VM waking an idle CPU takes tens of µs); one that
-    /// came back much later, or another producer's post, counts as a lost linger.
-    private func learnFromMissedLinger(postedAt: UInt64) {
-        let late = postedAt > lingerMissedAt ? postedAt - lingerMissedAt : 0
-        CLongThreadsShims_lingerRecordLate(Int64(late))
-        lingerMissedAt = 0
-        hints.bitwiseAnd(~Hints.stampsNextPost, ordering: .relaxed)
     }
 
     /// Runs the items posted at the front of the queue, in order; returns how many ran. A discarding
@@ -280,7 +264,7 @@ extension ThreadCore: RunLoopEngineDelegate {
     }
 
     /// Loop thread: `batch` grew from `before` entries (a refill, under the lock).
-    private func noteBatchGrew(from before: Int) {
+    func noteBatchGrew(from before: Int) {
         batch.grew(from: before)
         batchWaiting.store(batch.untaken, ordering: .relaxed)
         if before == 0 || batchOldestPostedAt.load(ordering: .relaxed) == 0 {

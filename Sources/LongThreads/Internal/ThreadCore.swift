@@ -7,7 +7,8 @@ import Synchronization
 ///
 /// `LongThread` is the handle users hold; this object is held by the handle and by the pthread, and
 /// holds the handle only weakly, so dropping the last handle stops the thread (`handleReleased`).
-/// The work path is in `ThreadCore+Work.swift`, the stop path in `ThreadCore+Stop.swift`; state of
+/// The work path is in `ThreadCore+Work.swift` (and its waits for a caller's next request in
+/// `ThreadCore+Linger.swift`), the stop path in `ThreadCore+Stop.swift`; state of
 /// its own concern lives in `StartHandshake`, `CalloutWatch` and `DrainBatch`.
 final class ThreadCore: @unchecked Sendable {
     // MARK: Immutable
@@ -22,6 +23,9 @@ final class ThreadCore: @unchecked Sendable {
     let instrument: (any LongThreadInstrument)?
     /// Signalled by the pthread as its last act, after the loop released everything it held.
     let exited = OneShotEvent()
+    /// What a parked loop thread sleeps on (`park`): rung by the producer or stopper that finds it
+    /// parked (`WorkQueue.consumerParked`).
+    let parkBell = Doorbell()
     /// This thread's key in its replies to blocked callers (`OneShotEvent.reply`): its address.
     /// A later thread whose core reuses the address inherits one stale same-CPU hint per caller:
     /// at most one spin skipped or one made in vain.

@@ -3,7 +3,8 @@
 /// One wake-up per burst: a producer wakes the loop (`RunLoopEngine.wake`) only when it
 /// finds the queue empty and the loop thread not already draining it. While the loop drains, it
 /// looks at the queue again before it sleeps, so producers skip the wake-up's system call
-/// (about 340 ns even when the loop is busy, `../shared/research/foundation-linux.md` §5).
+/// (about 340 ns even when the loop is busy, `../shared/research/foundation-linux.md` §5). A loop
+/// parked for a caller's next request (`ThreadCore.park`) is woken by ringing its park bell instead.
 struct WorkQueue {
     private(set) var entries: [QueueEntry] = []
     /// Entries posted at the front of the queue (`performAtFrontOfQueue`), FIFO among themselves:
@@ -11,6 +12,9 @@ struct WorkQueue {
     private(set) var urgent: [QueueEntry] = []
     /// True while the loop thread is draining and will look at `entries` again before it sleeps.
     private(set) var consumerActive = false
+    /// True while the loop thread sleeps on its park bell for a caller's next post
+    /// (`ThreadCore.park`): the producer that must wake the loop rings that bell instead.
+    private(set) var consumerParked = false
     /// The most entries waiting at once.
     private(set) var highWaterMark = 0
     /// How many of `entries` must be told when discarded (a waiter, or a job to hand on): when
@@ -48,10 +52,13 @@ struct WorkQueue {
 
     /// Loop thread: moves every entry to the end of `batch`. Returns false when there was nothing,
     /// and then marks the consumer inactive (so the next producer wakes the loop) unless it
-    /// `staysActive`: the loop lingers and looks again soon (`ThreadCore.linger`).
-    mutating func moveAll(to batch: inout [QueueEntry], staysActive: Bool = false) -> Bool {
+    /// `staysActive`: the loop lingers and looks again soon (`ThreadCore.linger`); or marks it
+    /// parked when it `parks` (`ThreadCore.park`).
+    mutating func moveAll(to batch: inout [QueueEntry], staysActive: Bool = false, parks: Bool = false) -> Bool {
+        consumerParked = false
         if isEmpty {
             consumerActive = staysActive
+            consumerParked = parks && !staysActive
             return false
         }
         consumerActive = true
@@ -69,6 +76,13 @@ struct WorkQueue {
             entries.removeAll(keepingCapacity: true)
         }
         return true
+    }
+
+    /// Whoever must wake the loop: whether it is parked, and then marks it no longer so (the
+    /// caller rings the park bell, once).
+    mutating func unpark() -> Bool {
+        defer { consumerParked = false }
+        return consumerParked
     }
 
     /// Loop thread, when a run of the loop begins (possibly nested inside a task): the draining
