@@ -141,16 +141,20 @@ extension ThreadCore: RunLoopEngineDelegate {
             answeredCaller = false
             totalRun += ran
             ran = 0
-            if !gotMore, lingerFor > 0, !isStopping {
-                let lingerStarted = CLongThreadsShims_monotonicNanoseconds()
-                (gotMore, isStopping) = linger(forNanoseconds: lingerFor, from: lingerStarted)
-                lingered += CLongThreadsShims_monotonicNanoseconds() - lingerStarted
-            } else if !gotMore, parkFor > 0 {
-                let parkStarted = CLongThreadsShims_monotonicNanoseconds()
-                (gotMore, isStopping) = park(forNanoseconds: parkFor, seen: parkSeen)
-                let parked = CLongThreadsShims_monotonicNanoseconds() - parkStarted
-                CLongThreadsShims_parkRecord(gotMore, Int64(parked))
-                lingered += parked
+            if !gotMore, lingerFor > 0 || parkFor > 0, !isStopping {
+                // Waiting is not work: stall monitors see the loop as in its run loop meanwhile
+                // (else the last item would seem to run on through the wait), and the callout
+                // then goes on as a task's does after a nested run.
+                publishCalloutStart(0)
+                let waitStarted = CLongThreadsShims_monotonicNanoseconds()
+                if lingerFor > 0 {
+                    (gotMore, isStopping) = linger(forNanoseconds: lingerFor, from: waitStarted)
+                } else {
+                    (gotMore, isStopping) = park(forNanoseconds: parkFor, seen: parkSeen)
+                }
+                let resumed = beginCallout(resuming: true)
+                if parkFor > 0 { CLongThreadsShims_parkRecord(gotMore, Int64(resumed - waitStarted)) }
+                lingered += resumed - waitStarted
             }
             if !gotMore {
                 if yieldToLoop && !isStopping {
