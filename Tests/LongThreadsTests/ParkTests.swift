@@ -217,26 +217,35 @@ struct ParkTests {
 extension StallMonitoring {
     /// A loop thread waiting for a caller's next request (a park, or a linger) is not running a
     /// callout: a monitor must not take the wait for the last item running on.
-    @Suite("Stall monitor and a parked loop", .serialized)
-    struct ParkedLoopStallTests {
-        @Test("a park is not reported as a stall, and a slow item after it still is")
-        func parkIsNoStall() throws {
+    @Suite("Stall monitor and a waiting loop", .serialized)
+    struct WaitingLoopStallTests {
+        /// How the loop waits for a caller's next request after each reply, for a second.
+        enum Wait: String, CaseIterable, Sendable { case park, linger }
+
+        @Test("a wait for the caller's next request is not reported as a stall, and a slow item after it still is",
+              arguments: Wait.allCases)
+        func waitIsNoStall(wait: Wait) throws {
             let reports = Recorder<StallMonitor.Report>()
             let reported = Latch()
             let monitor = try StallMonitor(threshold: .milliseconds(20)) { report in
                 reports.record(report)
                 reported.countDown()
             }
-            // Parks for up to a second after each reply: fifty thresholds.
-            let thread = try ParkTests.parkingThread("lt-park-stall", nanoseconds: 1_000_000_000)
+            // Waits for up to a second after each reply: fifty thresholds. (A linger spins: it
+            // holds a CPU for the absence measured below, 0.2 s.)
+            let second: Int64 = 1_000_000_000
+            let thread = try LongThread(name: "lt-wait-stall", options: .init(setUp: {
+                CLongThreadsShims_setLingerOverride(wait == .linger ? second : -1)
+                CLongThreadsShims_setParkOverride(wait == .park ? second : -1)
+            }))
             defer { thread.stop() }
             monitor.watch(thread)
             try thread.sync(label: "quick") {}
-            #expect(ParkTests.waitUntilParked(thread))
+            if wait == .park { #expect(ParkTests.waitUntilParked(thread)) }
             // Measures an absence (no report), it does not wait for an event: 10 thresholds.
             usleep(200_000)
-            #expect(reports.count == 0, "a parked loop was reported: \(reports.events.map(\.description))")
-            // The park ends with the next post; a slow one must still be caught, while it runs.
+            #expect(reports.count == 0, "a loop waiting (\(wait)) was reported: \(reports.events.map(\.description))")
+            // The wait ends with the next post; a slow one must still be caught, while it runs.
             let stillRunning = Recorder<Bool>()
             try thread.perform(label: "slow") { stillRunning.record(reported.wait(timeout: .seconds(10))) }
             try thread.sync {}

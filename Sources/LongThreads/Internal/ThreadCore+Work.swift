@@ -76,8 +76,11 @@ extension ThreadCore: RunLoopEngineDelegate {
         var refills = 0
         var longestWait: UInt64 = 0
         var yielded = false
-        // A caller blocked on an item of this batch was answered: it may post again at once.
+        // A caller blocked on an item of this callout was answered since the loop last waited for
+        // one: it may post again at once.
         var answeredCaller = false
+        // ... on an item of the batch just run (its refill holds that caller's next request).
+        var batchAnsweredCaller = false
         var lingered: UInt64 = 0
         drain: while true {
             while index < batch.entries.count {
@@ -93,7 +96,7 @@ extension ThreadCore: RunLoopEngineDelegate {
                 if batch.entries[index].modes & eligible != 0 {
                     let postedAt = batch.entries[index].postedAt
                     let item = batch.take(at: index)
-                    if case .waiting(let work) = item, work is BlockingWork { answeredCaller = true }
+                    if case .waiting(let work) = item, work is BlockingWork { (answeredCaller, batchAnsweredCaller) = (true, true) }
                     batchWaiting.store(batch.untaken, ordering: .relaxed)
                     // A stamped item runs timed even after its monitor left: it keeps the age of
                     // the oldest waiting item true (`statistics`).
@@ -137,8 +140,8 @@ extension ThreadCore: RunLoopEngineDelegate {
             }
             // A round trip's refill holds one caller's next request, not a batch to build up; the
             // callout's time budget still gives CF its pass.
-            if !answeredCaller { refills += 1 }
-            answeredCaller = false
+            if !batchAnsweredCaller { refills += 1 }
+            batchAnsweredCaller = false
             totalRun += ran
             ran = 0
             if !gotMore, lingerFor > 0 || parkFor > 0, !isStopping {
@@ -146,6 +149,7 @@ extension ThreadCore: RunLoopEngineDelegate {
                 // (else the last item would seem to run on through the wait), and the callout
                 // then goes on as a task's does after a nested run.
                 publishCalloutStart(0)
+                answeredCaller = false
                 let waitStarted = CLongThreadsShims_monotonicNanoseconds()
                 if lingerFor > 0 {
                     (gotMore, isStopping) = linger(forNanoseconds: lingerFor, from: waitStarted)

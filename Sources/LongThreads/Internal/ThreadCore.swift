@@ -23,9 +23,6 @@ final class ThreadCore: @unchecked Sendable {
     let instrument: (any LongThreadInstrument)?
     /// Signalled by the pthread as its last act, after the loop released everything it held.
     let exited = OneShotEvent()
-    /// What a parked loop thread sleeps on (`park`): rung by the producer or stopper that finds it
-    /// parked (`WorkQueue.consumerParked`).
-    let parkBell = Doorbell()
     /// This thread's key in its replies to blocked callers (`OneShotEvent.reply`): its address.
     /// A later thread whose core reuses the address inherits one stale same-CPU hint per caller:
     /// at most one spin skipped or one made in vain.
@@ -90,6 +87,10 @@ final class ThreadCore: @unchecked Sendable {
     @exclusivity(unchecked) var lingerMissedAt: UInt64 = 0
     /// When the first callout settles the thread in (monotonic ns; `settleIn`); `.max` once done.
     @exclusivity(unchecked) var settleInAt: UInt64 = .max
+    /// What a parked loop thread sleeps on (`park`): rung by the producer or stopper that finds it
+    /// parked (`WorkQueue.consumerParked`). Declared last, so that the fields producers and the
+    /// drain touch on every item keep the layout they had.
+    let parkBell = Doorbell()
 
     struct SharedState {
         var lifecycle = Lifecycle()
