@@ -37,8 +37,9 @@ extension ThreadCore {
         }
     }
 
-    /// Sleeps on the park bell until a post, a stop or a new timer, descriptor source or observer
-    /// rings it (each finds the consumer parked: `WorkQueue.unpark`), or `nanoseconds` passed.
+    /// Sleeps on the park bell until a post, a stop, a new timer, descriptor source, observer or
+    /// common mode, or the first `statistics` read rings it (each finds the consumer parked:
+    /// `WorkQueue.unpark`), or `nanoseconds` passed.
     /// The refill that found no work marked the consumer parked and read the bell's `seen` value
     /// under the lock. Then moves what came into the batch, which unparks. See
     /// `CLongThreadsShims_parkBudget` for when it is worth it.

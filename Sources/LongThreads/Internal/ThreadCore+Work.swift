@@ -113,8 +113,8 @@ extension ThreadCore: RunLoopEngineDelegate {
             }
             batch.compact(&index)
             let yieldToLoop = refills >= Self.refillsPerCallout
-            // A caller answered in this batch may post again at once: the loop waits a little for
-            // it, spinning (`linger`) or, when the caller shares its CPU, asleep (`park`).
+            // A caller answered since the loop last waited may post again at once: the loop waits
+            // a little for it, spinning (`linger`) or, when the caller shares its CPU, asleep (`park`).
             var lingerFor = answeredCaller ? CLongThreadsShims_lingerBudget() : 0
             var parkFor = answeredCaller && lingerFor == 0 ? CLongThreadsShims_parkBudget() : 0
             var parkSeen: UInt32 = 0
