@@ -173,6 +173,18 @@ struct ParkTests {
         #expect(Self.waitUntilParked(thread, false))
     }
 
+    @Test("the first statistics read rings a parked loop: it begins counting wake-ups at once")
+    func firstStatisticsReadRingsAPark() throws {
+        let thread = try Self.parkingThread("lt-park-stats")
+        defer { thread.stop() }
+        try thread.sync {}
+        #expect(Self.waitUntilParked(thread))
+        let rung = thread.core.parkBell.value
+        _ = thread.statistics
+        #expect(thread.core.parkBell.value != rung, "the first statistics read left the park's bell unrung")
+        #expect(Self.waitUntilParked(thread, false))
+    }
+
     @Test("a park no post ends ends by itself, and the thread then sleeps without waking")
     func parkEndsByItself() throws {
         // The real bound: 4 ms.
