@@ -109,6 +109,9 @@ extension LongThread {
     ///
     /// - Returns: the timer, to cancel it. Keeping it is optional: the thread keeps the timer
     ///   until it fires, is cancelled, or the thread stops.
+    /// - Behind queued work: it fires when the loop next returns to its run loop, after at most
+    ///   about a millisecond of work or the item running when it fell due, before the rest of the
+    ///   work (<doc:LifeOfAThread>).
     /// - After stop: throws ``LongThreadError/stopped``; a stop cancels timers not yet fired.
     /// - Callable from: any thread, task or actor.
     @discardableResult

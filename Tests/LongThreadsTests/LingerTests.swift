@@ -93,30 +93,32 @@ struct LingerTests {
 /// A spin or a linger helps only while the thread it waits for runs on another CPU. A reply tells
 /// the caller which CPU replied, and the replier which CPU its caller was on; either skips its spin
 /// when that is its own CPU. Checked on the shims directly: the scheduler decides where real
-/// threads run. Each check is made only when a control (the same calls with the other thread on
-/// another CPU) shows spinning would otherwise happen now (a spare CPU), before and after the
-/// budget under test, and only when this thread stayed on one CPU throughout; else it tries again,
-/// and a machine that never has a spare CPU leaves it undecided rather than failing. Each try
-/// starts from a fresh spin history: one whose spins lost only spins every 16th wait, which would
-/// zero a budget for a reason other than the hint.
+/// threads run. Each check runs with this thread pinned to one CPU (it cannot move mid-check) and
+/// a spare CPU forced (pinned, the thread has none of its own: `CLongThreadsShims_setSpareCPUOverride`),
+/// and is made only when a control (the same calls with the other thread on another CPU) shows
+/// spinning would otherwise happen, before and after the budget under test. Each try starts from
+/// a fresh spin history: one whose spins lost only spins every 16th wait, which would zero a
+/// budget for a reason other than the hint. A machine with one CPU, or a thread that cannot be
+/// pinned, cancels the test (reported as skipped, with the reason); a try that stays inconclusive
+/// fails it.
 @Suite("Spinning for a thread on the same CPU")
 struct SameCPUSpinTests {
     /// Runs `measure(cpu, otherCPU)` until a try is conclusive, and checks that try: `measure`
     /// returns the budget with the other thread on another CPU (the control), the budget under
     /// test, and the CPU the latter's event recorded. `skips`: whether the budget under test must
-    /// be 0 (the spin skipped) or, like the control, positive. Nothing on a one-CPU machine.
+    /// be 0 (the spin skipped) or, like the control, positive.
     static func check(
         _ what: String, skips: Bool = true,
         _ measure: (_ cpu: Int32, _ other: Int32) -> (control: Int64, underTest: Int64, recorded: Int32)
-    ) {
-        let decided = onOneCPU { cpu, other -> (control: Int64, underTest: Int64, recorded: Int32)? in
+    ) throws {
+        CLongThreadsShims_setSpareCPUOverride(1)
+        defer { CLongThreadsShims_setSpareCPUOverride(-1) }
+        let (budget, cpu) = try onOneCPU { cpu, other -> (control: Int64, underTest: Int64, recorded: Int32)? in
             let budget = measure(cpu, other)
-            // The control again, after the budget under test: still a spare CPU (the load
-            // sample may be retaken between two calls).
+            // The control again, after the budget under test.
             let again = measure(cpu, other)
             return budget.recorded == cpu && budget.control > 0 && again.control > 0 ? budget : nil
         }
-        guard let (budget, cpu) = decided else { return }
         if skips {
             #expect(budget.underTest == 0, "\(what) \(budget.underTest) ns for a thread on CPU \(cpu), its own")
         } else {
@@ -124,21 +126,31 @@ struct SameCPUSpinTests {
         }
     }
 
-    /// Tries `body(cpu, otherCPU)`, each time from a fresh spin history, until a try ran with this
-    /// thread on one CPU throughout and `body` found it conclusive (non-nil); returns that result
-    /// and the CPU, or nil after 200 tries (printed) or on a one-CPU machine.
-    static func onOneCPU<Result>(_ body: (_ cpu: Int32, _ other: Int32) -> Result?) -> (Result, Int32)? {
-        let count = Int32(ProcessInfo.processInfo.activeProcessorCount)
-        for _ in 0..<200 {
-            let cpu = CLongThreadsShims_currentCPU()
-            guard cpu >= 0, count > 1 else { return nil }
+    /// A check whose tries all came out inconclusive although its thread stayed on one CPU.
+    struct Inconclusive: Error, CustomStringConvertible {
+        let tries: Int
+        let cpu: Int32
+        var description: String { "no conclusive try in \(tries), with the thread pinned to CPU \(cpu)" }
+    }
+
+    /// Tries `body(cpu, otherCPU)` with this thread pinned to the CPU it is on, each time from a
+    /// fresh spin history, until `body` finds a try conclusive (non-nil); returns that result and
+    /// the CPU. Cancels the test (skipped, with the reason) when there is no second CPU or the
+    /// thread cannot be pinned; throws `Inconclusive` (a failure) when no try was conclusive.
+    static func onOneCPU<Result>(_ body: (_ cpu: Int32, _ other: Int32) -> Result?) throws -> (Result, Int32) {
+        let allowed = Affinity.allowedCPUs()
+        guard allowed.count > 1 else { try Test.cancel("needs two CPUs to run on, has \(allowed)") }
+        let here = CLongThreadsShims_currentCPU()
+        guard here >= 0, Affinity.pin(0, to: [here]) else { try Test.cancel("cannot pin the test's thread to one CPU") }
+        defer { Affinity.pin(0, to: allowed) }
+        let cpu = CLongThreadsShims_currentCPU()
+        let other = allowed.first { $0 != cpu } ?? cpu
+        let tries = 20
+        for _ in 0..<tries {
             CLongThreadsShims_resetSpinHistories()
-            let result = body(cpu, (cpu + 1) % count)
-            guard CLongThreadsShims_currentCPU() == cpu, let result else { continue }
-            return (result, cpu)
+            if let result = body(cpu, other) { return (result, cpu) }
         }
-        print("undecided: no conclusive try in 200")
-        return nil
+        throw Inconclusive(tries: tries, cpu: cpu)
     }
 
     /// Replies on this thread, as a loop thread would, to a caller on `cpu` (nil: this thread's
@@ -154,8 +166,8 @@ struct SameCPUSpinTests {
     }
 
     @Test("the loop thread does not linger for a caller that was on its own CPU")
-    func noLingerForCallerOnSameCPU() {
-        Self.check("lingered") { _, other in
+    func noLingerForCallerOnSameCPU() throws {
+        try Self.check("lingered") { _, other in
             Self.answerCaller(on: other)
             let forOther = CLongThreadsShims_lingerBudget()
             let recorded = Self.answerCaller()
@@ -197,24 +209,24 @@ struct SameCPUSpinTests {
     }
 
     @Test("a creator does not spin for its new thread's first reply when the thread started on its CPU")
-    func noSpinForNewThreadOnSameCPU() {
+    func noSpinForNewThreadOnSameCPU() throws {
         // What `ThreadCore.start` notes from the start handshake: the new thread's key and CPU.
-        Self.check("would spin") { Self.budgetsAfterNoting($0, $1) { CLongThreadsShims_replySpinBudget($0, false) } }
+        try Self.check("would spin") { Self.budgetsAfterNoting($0, $1) { CLongThreadsShims_replySpinBudget($0, false) } }
     }
 
     @Test("a joiner does not spin for the end of a thread last seen on its own CPU")
-    func noJoinSpinForThreadOnSameCPU() {
-        Self.check("would spin in the join") { Self.budgetsAfterNoting($0, $1, CLongThreadsShims_joinSpinBudget) }
+    func noJoinSpinForThreadOnSameCPU() throws {
+        try Self.check("would spin in the join") { Self.budgetsAfterNoting($0, $1, CLongThreadsShims_joinSpinBudget) }
     }
 
     @Test("a caller does not spin for a reply when that thread's last reply came from its own CPU")
-    func noSpinWhenReplierOnSameCPU() {
-        Self.check("would spin") { _, other in Self.spinBudgets(asking: Self.replierA, other: other) }
+    func noSpinWhenReplierOnSameCPU() throws {
+        try Self.check("would spin") { _, other in Self.spinBudgets(asking: Self.replierA, other: other) }
     }
 
     @Test("the hint is kept per thread: one thread's reply from the caller's CPU does not stop a spin for another")
-    func hintIsPerReplier() {
-        Self.check("no spin for replier B after replier A answered from this CPU", skips: false) { _, other in
+    func hintIsPerReplier() throws {
+        try Self.check("no spin for replier B after replier A answered from this CPU", skips: false) { _, other in
             Self.spinBudgets(asking: Self.replierB, other: other)
         }
     }
@@ -223,9 +235,9 @@ struct SameCPUSpinTests {
     /// wait spins, so a control that spun was followed by a budget of 0 under test, for a reason
     /// that is not the hint. The same check, on a thread whose spins have just lost.
     @Test("the per-thread hint check holds on a thread whose recent spins lost")
-    func hintIsPerReplierAfterLosses() {
+    func hintIsPerReplierAfterLosses() throws {
         Self.loseReplySpins(16)
-        Self.check("no spin for replier B after replier A answered from this CPU", skips: false) { _, other in
+        try Self.check("no spin for replier B after replier A answered from this CPU", skips: false) { _, other in
             Self.spinBudgets(asking: Self.replierB, other: other)
         }
     }

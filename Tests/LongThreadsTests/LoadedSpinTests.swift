@@ -7,26 +7,26 @@ import Testing
 /// is on another CPU: a caller whose request found the loop thread draining spins for the reply,
 /// and a loop thread that answered a caller on another CPU lingers for its next request (see
 /// "Under load" in shims.c). The machine's load is forced on this thread
-/// (`CLongThreadsShims_setSpareCPUOverride`); each check is retried while this thread moved
-/// between CPUs mid-check (the same-CPU rule would then decide instead).
+/// (`CLongThreadsShims_setSpareCPUOverride`); each check runs with this thread pinned to one CPU,
+/// so that it cannot move mid-check (the same-CPU rule would then decide instead).
 @Suite("Spinning under load")
 struct LoadedSpinTests {
-    /// Runs `body(cpu, otherCPU)` with no spare CPU until this thread stayed on one CPU throughout,
-    /// then records what that try found: `body` returns its checks as (passed, what failed).
-    /// Nothing on a one-CPU machine.
-    static func underLoad(_ body: (_ cpu: Int32, _ other: Int32) -> [(Bool, String)]) {
+    /// Runs `body(cpu, otherCPU)` with no spare CPU and this thread pinned to one CPU, and records
+    /// what that try found: `body` returns its checks as (passed, what failed).
+    /// Cancelled (skipped, with the reason) on a one-CPU machine (`SameCPUSpinTests.onOneCPU`).
+    static func underLoad(_ body: (_ cpu: Int32, _ other: Int32) -> [(Bool, String)]) throws {
         CLongThreadsShims_setSpareCPUOverride(0)
         defer {
             CLongThreadsShims_setSpareCPUOverride(-1)
             CLongThreadsShims_resetSpinHistories()
         }
-        guard let (checks, _) = SameCPUSpinTests.onOneCPU(body) else { return }
+        let (checks, _) = try SameCPUSpinTests.onOneCPU(body)
         for (passed, what) in checks { #expect(passed, "\(what)") }
     }
 
     @Test("with no spare CPU a caller spins only for a thread that was awake when its request came")
-    func callerSpinsForAnAwakeLoopOnly() {
-        Self.underLoad { cpu, other in
+    func callerSpinsForAnAwakeLoopOnly() throws {
+        try Self.underLoad { cpu, other in
             let replier = SameCPUSpinTests.replierA
             CLongThreadsShims_noteReplier(replier, other)
             let asleep = CLongThreadsShims_replySpinBudget(replier, false)
@@ -44,8 +44,8 @@ struct LoadedSpinTests {
     }
 
     @Test("with no spare CPU the loop thread lingers for a caller on another CPU, not for one on its own")
-    func loopLingersForACallerElsewhere() {
-        Self.underLoad { cpu, other in
+    func loopLingersForACallerElsewhere() throws {
+        try Self.underLoad { cpu, other in
             SameCPUSpinTests.answerCaller(on: other)
             let budget = CLongThreadsShims_lingerBudget()
             SameCPUSpinTests.answerCaller()

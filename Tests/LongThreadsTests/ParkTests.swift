@@ -201,8 +201,8 @@ struct ParkTests {
     }
 
     @Test("the loop parks for a caller on its own CPU only, and stops parking while parks find no work")
-    func parkBudget() {
-        guard let (checks, _) = SameCPUSpinTests.onOneCPU({ cpu, other -> [(Bool, String)]? in
+    func parkBudget() throws {
+        let (checks, _) = try SameCPUSpinTests.onOneCPU { cpu, other -> [(Bool, String)]? in
             SameCPUSpinTests.answerCaller(on: other)
             let forOther = CLongThreadsShims_parkBudget()
             SameCPUSpinTests.answerCaller()
@@ -220,7 +220,7 @@ struct ParkTests {
                 (forHere == 4_000_000, "parks \(forHere) ns for a caller on its own CPU \(cpu), not 4 ms"),
                 (parkedAfterLosses == 2, "\(parkedAfterLosses) of 32 replies parked after parks kept losing, not 2"),
             ]
-        }) else { return }
+        }
         CLongThreadsShims_resetSpinHistories()
         for (passed, what) in checks { #expect(passed, "\(what)") }
     }

@@ -1,7 +1,8 @@
 import CLongThreadsShims
 import Foundation
 
-/// The work path: producers append to the queue; the loop thread drains it in run-loop passes.
+/// The work path: producers append to the queue; the loop thread drains it in run-loop passes
+/// (`ThreadCore+Drain.swift`).
 extension ThreadCore: RunLoopEngineDelegate {
     // MARK: - Any thread
 
@@ -50,211 +51,8 @@ extension ThreadCore: RunLoopEngineDelegate {
 
     // MARK: - Loop thread only
 
-    /// How often one callout refills its batch from the queue before it returns to the run loop.
-    /// Refilling the moment the batch runs dry takes one or two items per lock while a producer
-    /// posts (the lock's cache line then bounces on every post); one pass of CF in between lets a
-    /// batch build up, and lets timers and descriptor sources run under a constant stream of work.
-    static let refillsPerCallout = 2
-
-    /// How long one callout runs items before it returns to the run loop (the rest of the batch
-    /// waits, in order, for the next pass), checked every `itemsPerClockCheck` items. Bounds how
-    /// long timers, descriptor sources and observers wait behind a long batch. A budget in items
-    /// instead (256) cost a third of the async throughput: a CF pass every 256 cheap items.
-    static let nanosecondsPerCallout: UInt64 = 1_000_000
-    static let itemsPerClockCheck = 32
-
-    func engineServiceWork() {
-        let eligible = currentEligibility()
-        let started = beginCallout()
-        defer { endCallout() }
-        batch.drainDepth += 1
-        defer { batch.drainDepth -= 1 }
-        var index = batch.head
-        var stopping = false
-        var ran = 0
-        var totalRun = 0
-        var refills = 0
-        var longestWait: UInt64 = 0
-        var yielded = false
-        // A caller blocked on an item of this callout was answered since the loop last waited for
-        // one: it may post again at once.
-        var answeredCaller = false
-        // ... on an item of the batch just run (its refill holds that caller's next request).
-        var batchAnsweredCaller = false
-        var lingered: UInt64 = 0
-        drain: while true {
-            while index < batch.entries.count {
-                // One load for every hint (a stop, urgent work, a monitor, an instrument).
-                let hints = self.hints.load(ordering: .relaxed)
-                if hints & Hints.discard != 0 { break drain }
-                if hints & Hints.urgent != 0 { ran += runUrgentItems() }
-                if (totalRun + ran + 1) % Self.itemsPerClockCheck == 0,
-                   CLongThreadsShims_monotonicNanoseconds() - started >= Self.nanosecondsPerCallout {
-                    yielded = true
-                    break drain
-                }
-                if batch.entries[index].modes & eligible != 0 {
-                    let postedAt = batch.entries[index].postedAt
-                    let item = batch.take(at: index)
-                    if case .waiting(let work) = item, work is BlockingWork { (answeredCaller, batchAnsweredCaller) = (true, true) }
-                    batchWaiting.store(batch.untaken, ordering: .relaxed)
-                    // A stamped item runs timed even after its monitor left: it keeps the age of
-                    // the oldest waiting item true (`statistics`).
-                    if hints & Hints.timesPosts != 0 || postedAt != 0 || timingItems {
-                        // Off the untimed path: only a stamped post can settle a missed linger.
-                        if postedAt != 0, lingerMissedAt != 0 { learnFromMissedLinger(postedAt: postedAt) }
-                        longestWait = max(longestWait, runTimed(item, postedAt: postedAt))
-                    } else {
-                        item.run()
-                    }
-                    ran += 1
-                }
-                index += 1
-            }
-            batch.compact(&index)
-            let yieldToLoop = refills >= Self.refillsPerCallout
-            // A caller answered since the loop last waited may post again at once: the loop waits
-            // a little for it, spinning (`linger`) or, when the caller shares its CPU, asleep (`park`).
-            var lingerFor = answeredCaller ? CLongThreadsShims_lingerBudget() : 0
-            var parkFor = answeredCaller && lingerFor == 0 ? CLongThreadsShims_parkBudget() : 0
-            var parkSeen: UInt32 = 0
-            var (gotMore, isStopping) = shared.withLock { state in
-                publishCounters(into: &state, ran: ran)
-                if state.countsWakeUps, let engine, !engine.countingWakeUps { engine.countWakeUps() }
-                if yieldToLoop, !state.queue.isEmpty {
-                    // CF's pass comes first; nobody waits for a request already queued.
-                    (lingerFor, parkFor) = (0, 0)
-                    return (false, false)
-                }
-                let isStopping = state.lifecycle.isStopping
-                if parkFor > 0 {
-                    parkFor = isStopping ? 0 : parkLength(parkFor, state: state)
-                    // Read under the lock: a ring after it cannot be missed.
-                    parkSeen = parkBell.value
-                }
-                let before = batch.entries.count
-                let gotMore = state.queue.moveAll(
-                    to: &batch.entries, staysActive: lingerFor > 0 && !isStopping, parks: parkFor > 0)
-                if gotMore { noteBatchGrew(from: before) }
-                return (gotMore, isStopping)
-            }
-            // A round trip's refill holds one caller's next request, not a batch to build up; the
-            // callout's time budget still gives CF its pass.
-            if !batchAnsweredCaller { refills += 1 }
-            batchAnsweredCaller = false
-            totalRun += ran
-            ran = 0
-            if !gotMore, lingerFor > 0 || parkFor > 0, !isStopping {
-                // Waiting is not work: stall monitors see the loop as in its run loop meanwhile
-                // (else the last item would seem to run on through the wait), and the callout
-                // then goes on as a task's does after a nested run.
-                publishCalloutStart(0)
-                answeredCaller = false
-                let waitStarted = CLongThreadsShims_monotonicNanoseconds()
-                if lingerFor > 0 {
-                    (gotMore, isStopping) = linger(forNanoseconds: lingerFor, from: waitStarted)
-                } else {
-                    (gotMore, isStopping) = park(forNanoseconds: parkFor, seen: parkSeen)
-                }
-                let resumed = beginCallout(resuming: true)
-                if parkFor > 0 { CLongThreadsShims_parkRecord(gotMore, Int64(resumed - waitStarted)) }
-                lingered += resumed - waitStarted
-            }
-            if !gotMore {
-                if yieldToLoop && !isStopping {
-                    // More work is queued, but timers, descriptor sources and observers get a pass
-                    // first. The consumer stays active, so producers still skip the wake-up; the
-                    // signal brings CF back here after one pass, by then with a bigger batch.
-                    engine?.signal()
-                }
-                stopping = isStopping
-                break
-            }
-        }
-        if yielded {
-            // The batch's rest runs in the next pass; producers still need not wake the loop.
-            totalRun += ran
-            shared.withLock { publishCounters(into: &$0, ran: ran) }
-            engine?.signal()
-        }
-        // Lingering is waiting, not work.
-        let busy = CLongThreadsShims_monotonicNanoseconds() - started - lingered
-        shared.withLock { $0.busyNanoseconds += busy }
-        // The flag first: binding the optional existential copies it (about 20 instructions).
-        if hasInstrument, totalRun > 0, let instrument {
-            let depth = shared.withLock { $0.queue.count } + batch.untaken
-            instrument.record(.batch(
-                name: name, tasks: totalRun, busy: .nanoseconds(busy),
-                waited: .nanoseconds(longestWait), queueDepth: depth
-            ))
-        }
-        if discardRequested {
-            discardBatch()
-            engine?.stopInnermostRun()
-        } else if stopping {
-            // Draining and nothing this mode may run is left: end this run (the outer loop then
-            // drains what waits for other modes, or exits).
-            engine?.stopInnermostRun()
-        }
-        checkOwner()
-    }
-
-    /// Runs the items posted at the front of the queue, in order; returns how many ran. A discarding
-    /// stop that begins meanwhile drops the rest.
-    @inline(never)
-    private func runUrgentItems() -> Int {
-        var urgent = shared.withLock { state in
-            hints.bitwiseAnd(~Hints.urgent, ordering: .relaxed)
-            return state.queue.takeUrgent()
-        }
-        var ran = 0
-        var toTell: [WorkItem] = []
-        defer { Self.tell(toTell) } // once the dropped closures are released
-        for index in urgent.indices {
-            if discardRequested {
-                let item = urgent[index].take()
-                if item.mustBeTold { toTell.append(item) }
-                discardedByLoop += 1
-            } else {
-                let postedAt = urgent[index].postedAt
-                let item = urgent[index].take()
-                if postedAt != 0 || timingItems || isMonitored {
-                    _ = runTimed(item, postedAt: postedAt)
-                } else {
-                    item.run()
-                }
-                ran += 1
-            }
-        }
-        return ran
-    }
-
-    /// Runs one item that someone times: a stall monitor (the item is a callout of its own, with
-    /// its label) or an instrument (how long it waited). Returns how long it waited since its post.
-    private func runTimed(_ item: WorkItem, postedAt: UInt64) -> UInt64 {
-        let now = CLongThreadsShims_monotonicNanoseconds()
-        var waited: UInt64 = 0
-        if postedAt != 0 {
-            waited = now > postedAt ? now - postedAt : 0
-            batchOldestPostedAt.store(batch.oldestPostedAt, ordering: .relaxed)
-            if timingItems { checkDelivery(of: item, waited: waited) }
-        }
-        guard timingItems || isMonitored else {
-            item.run()
-            return waited
-        }
-        timingItems = true
-        let outerLabel = itemLabel
-        itemLabel = item.label
-        if watch.kernelThreadID.load(ordering: .relaxed) == 0 { prepareForStackCapture() }
-        publishItemStart(now | Self.timedBit)
-        item.run()
-        itemLabel = outerLabel
-        return waited
-    }
-
     /// Loop thread, timing: the item (or resumed task) labelled `itemLabel` starts at `start`.
-    private func publishItemStart(_ start: UInt64) {
+    func publishItemStart(_ start: UInt64) {
         if let itemLabel { watch.runningLabel.withLock { $0 = (itemLabel, start) } }
         publishCalloutStart(start)
     }
@@ -492,7 +290,7 @@ extension ThreadCore: RunLoopEngineDelegate {
         Self.tell(toTell)
     }
 
-    private func checkOwner() {
+    func checkOwner() {
         if watchesOwner, owner == nil {
             requestStop(.drain)
         }

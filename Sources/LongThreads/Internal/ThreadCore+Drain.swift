@@ -1,0 +1,261 @@
+import CLongThreadsShims
+
+/// The drain: one callout of the work source runs the batch, refills it from the queue, waits a
+/// little for a blocked caller's next request, and returns to CF within its budget (`DrainPass`).
+extension ThreadCore {
+    /// How often one callout refills its batch from the queue before it returns to the run loop.
+    /// Refilling the moment the batch runs dry takes one or two items per lock while a producer
+    /// posts (the lock's cache line then bounces on every post); one pass of CF in between lets a
+    /// batch build up, and lets timers and descriptor sources run under a constant stream of work.
+    /// A refill that holds a round trip's next request does not count (a pass of CF's every other
+    /// round trip cost the pinned round trip 1.5 µs, Benchmarks/README.md): the callout's budget,
+    /// which counts its waits, still gives CF its pass.
+    static let refillsPerCallout = 2
+
+    /// Loop thread: the work source fired. Runs what the current mode may run until the queue is
+    /// empty, a stop, or the callout's budget is spent; at a yield the thread's due timers run
+    /// next, before the rest of the work.
+    func engineServiceWork() {
+        let eligible = currentEligibility()
+        var pass = DrainPass(started: beginCallout(), eligible: eligible)
+        batch.drainDepth += 1
+        var index = batch.head
+        while runBatch(&pass, from: &index) {
+            batch.compact(&index)
+            guard refillBatch(&pass) else { break }
+        }
+        let timersDue = finishPass(&pass)
+        checkOwner()
+        batch.drainDepth -= 1
+        endCallout()
+        // In a callout of their own (a timer's work may run the loop nested), after the drain's.
+        if timersDue { engineServiceTimers() }
+    }
+
+    /// Runs the batch's entries from `index` on, those the pass's modes may run. Returns false
+    /// when the pass must end before the batch does (a discarding stop, or the budget spent).
+    @inline(__always)
+    private func runBatch(_ pass: inout DrainPass, from index: inout Int) -> Bool {
+        while index < batch.entries.count {
+            // One load for every hint (a stop, urgent work, a monitor, an instrument).
+            let hints = self.hints.load(ordering: .relaxed)
+            if hints & Hints.discard != 0 {
+                pass.end = .discarding
+                return false
+            }
+            if hints & Hints.urgent != 0 { pass.ran += runUrgentItems() }
+            if pass.itemCount >= pass.nextClockRead, pass.readClock() {
+                pass.end = .yielding
+                return false
+            }
+            if batch.entries[index].modes & pass.eligible != 0 {
+                runEntry(at: index, hints: hints, &pass)
+                pass.ran += 1
+            }
+            index += 1
+        }
+        return true
+    }
+
+    /// Takes the entry at `index` out of the batch and runs it.
+    @inline(__always)
+    private func runEntry(at index: Int, hints: UInt8, _ pass: inout DrainPass) {
+        let postedAt = batch.entries[index].postedAt
+        let item = batch.take(at: index)
+        if case .waiting(let work) = item, work is BlockingWork { (pass.answeredCaller, pass.batchAnsweredCaller) = (true, true) }
+        batchWaiting.store(batch.untaken, ordering: .relaxed)
+        // A stamped item runs timed even after its monitor left: it keeps the age of the oldest
+        // waiting item true (`statistics`).
+        if hints & Hints.timesPosts != 0 || postedAt != 0 || timingItems {
+            // Off the untimed path: only a stamped post can settle a missed linger.
+            if postedAt != 0, lingerMissedAt != 0 { learnFromMissedLinger(postedAt: postedAt) }
+            pass.longestWait = max(pass.longestWait, runTimed(item, postedAt: postedAt))
+        } else {
+            item.run()
+        }
+    }
+
+    /// The batch ran dry: publishes the counters and moves what the queue holds into the batch.
+    /// A caller answered since the loop last waited may post again at once: the loop first waits
+    /// a little for it, spinning (`linger`) or, when the caller shares its CPU, asleep (`park`).
+    /// Returns whether the pass goes on; when not, `pass.end` says why.
+    @inline(__always)
+    private func refillBatch(_ pass: inout DrainPass) -> Bool {
+        let yieldToLoop = pass.refills >= Self.refillsPerCallout
+        var lingerFor = pass.answeredCaller ? CLongThreadsShims_lingerBudget() : 0
+        var parkFor = pass.answeredCaller && lingerFor == 0 ? CLongThreadsShims_parkBudget() : 0
+        var parkSeen: UInt32 = 0
+        let ran = pass.ran
+        var timersDue: Bool?
+        var (gotMore, isStopping) = shared.withLock { state in
+            publishCounters(into: &state, ran: ran)
+            if state.countsWakeUps, let engine, !engine.countingWakeUps { engine.countWakeUps() }
+            if yieldToLoop, !state.queue.isEmpty {
+                // CF's pass comes first; nobody waits for a request already queued.
+                (lingerFor, parkFor) = (0, 0)
+                timersDue = timersFellDue(state)
+                return (false, false)
+            }
+            let isStopping = state.lifecycle.isStopping
+            if parkFor > 0 {
+                parkFor = isStopping ? 0 : parkLength(parkFor, state: state)
+                // Read under the lock: a ring after it cannot be missed.
+                parkSeen = parkBell.value
+            }
+            let before = batch.entries.count
+            let gotMore = state.queue.moveAll(
+                to: &batch.entries, staysActive: lingerFor > 0 && !isStopping, parks: parkFor > 0)
+            if gotMore { noteBatchGrew(from: before) }
+            return (gotMore, isStopping)
+        }
+        if !pass.batchAnsweredCaller { pass.refills += 1 }
+        pass.batchAnsweredCaller = false
+        pass.totalRun += ran
+        pass.ran = 0
+        if let timersDue {
+            // More work is queued, but timers, descriptor sources and observers get a pass first.
+            pass.timersDue = timersDue
+            pass.end = .yielding
+            return false
+        }
+        if !gotMore, lingerFor > 0 || parkFor > 0, !isStopping {
+            let waited = waitForNextRequest(&pass, lingerFor: lingerFor, parkFor: parkFor, parkSeen: parkSeen)
+            (gotMore, isStopping) = (waited.gotMore, waited.isStopping)
+            if gotMore, waited.budgetSpent, !isStopping {
+                // The request runs after CF's pass: a wait must not hold CF back past the budget.
+                pass.end = .yielding
+                return false
+            }
+        }
+        if !gotMore {
+            pass.end = isStopping ? .stopping : .drained
+            return false
+        }
+        return true
+    }
+
+    /// Waits for a caller's next request: lingers `lingerFor` ns, or else parks up to `parkFor` ns
+    /// (`parkSeen`: the bell's value read under the lock). Returns what the refill after the wait
+    /// returns, and whether the callout's budget is spent by then.
+    @inline(__always)
+    private func waitForNextRequest(
+        _ pass: inout DrainPass, lingerFor: Int64, parkFor: Int64, parkSeen: UInt32
+    ) -> (gotMore: Bool, isStopping: Bool, budgetSpent: Bool) {
+        // Waiting is not work: stall monitors see the loop as in its run loop meanwhile (else
+        // the last item would seem to run on through the wait), and the callout then goes on as
+        // a task's does after a nested run.
+        publishCalloutStart(0)
+        pass.answeredCaller = false
+        let waitStarted = CLongThreadsShims_monotonicNanoseconds()
+        let refill = lingerFor > 0
+            ? linger(forNanoseconds: lingerFor, from: waitStarted)
+            : park(forNanoseconds: parkFor, seen: parkSeen)
+        let resumed = beginCallout(resuming: true)
+        if lingerFor <= 0 { CLongThreadsShims_parkRecord(refill.gotMore, Int64(resumed - waitStarted)) }
+        let budgetSpent = pass.resumed(at: resumed, after: resumed - waitStarted)
+        return (refill.gotMore, refill.isStopping, budgetSpent)
+    }
+
+    /// Ends the pass: publishes what it ran and how long it worked, tells an instrument, signals
+    /// the work source again at a yield, and ends the run for a stop. Returns whether the thread's
+    /// timers are due at a yield: they run next (their CF timer's source may come after the work
+    /// source in CF's next pass, and slow items would then hold them back a callout more).
+    private func finishPass(_ pass: inout DrainPass) -> Bool {
+        if pass.end == .yielding {
+            if pass.timersDue == nil {
+                let ran = pass.ran
+                pass.timersDue = shared.withLock { state in
+                    publishCounters(into: &state, ran: ran)
+                    return timersFellDue(state)
+                }
+                pass.totalRun += ran
+                pass.ran = 0
+            }
+            // The rest runs in the next pass. The consumer stays active, so producers still skip
+            // the wake-up; the signal brings CF back here after one pass.
+            engine?.signal()
+        }
+        // Waiting is not work.
+        let busy = CLongThreadsShims_monotonicNanoseconds() - pass.started - pass.waited
+        shared.withLock { $0.busyNanoseconds += busy }
+        // The flag first: binding the optional existential copies it (about 20 instructions).
+        if hasInstrument, pass.totalRun > 0, let instrument {
+            let depth = shared.withLock { $0.queue.count } + batch.untaken
+            instrument.record(.batch(
+                name: name, tasks: pass.totalRun, busy: .nanoseconds(busy),
+                waited: .nanoseconds(pass.longestWait), queueDepth: depth
+            ))
+        }
+        if discardRequested {
+            discardBatch()
+            engine?.stopInnermostRun()
+        } else if pass.end == .stopping {
+            // Draining and nothing this mode may run is left: end this run (the outer loop then
+            // drains what waits for other modes, or exits).
+            engine?.stopInnermostRun()
+        }
+        return pass.timersDue ?? false
+    }
+
+    /// Under the lock: whether one of the thread's timers is due, though its CF timer may not
+    /// have fired yet (`engineServiceTimers` runs those the current mode may run).
+    private func timersFellDue(_ state: borrowing SharedState) -> Bool {
+        if state.timerSchedule.dueCount > 0 { return true }
+        guard let next = state.timerSchedule.earliestDeadline else { return false }
+        return next <= CLongThreadsShims_monotonicNanoseconds()
+    }
+
+    /// Runs the items posted at the front of the queue, in order; returns how many ran. A discarding
+    /// stop that begins meanwhile drops the rest.
+    @inline(never)
+    private func runUrgentItems() -> Int {
+        var urgent = shared.withLock { state in
+            hints.bitwiseAnd(~Hints.urgent, ordering: .relaxed)
+            return state.queue.takeUrgent()
+        }
+        var ran = 0
+        var toTell: [WorkItem] = []
+        defer { Self.tell(toTell) } // once the dropped closures are released
+        for index in urgent.indices {
+            if discardRequested {
+                let item = urgent[index].take()
+                if item.mustBeTold { toTell.append(item) }
+                discardedByLoop += 1
+            } else {
+                let postedAt = urgent[index].postedAt
+                let item = urgent[index].take()
+                if postedAt != 0 || timingItems || isMonitored {
+                    _ = runTimed(item, postedAt: postedAt)
+                } else {
+                    item.run()
+                }
+                ran += 1
+            }
+        }
+        return ran
+    }
+
+    /// Runs one item that someone times: a stall monitor (the item is a callout of its own, with
+    /// its label) or an instrument (how long it waited). Returns how long it waited since its post.
+    private func runTimed(_ item: WorkItem, postedAt: UInt64) -> UInt64 {
+        let now = CLongThreadsShims_monotonicNanoseconds()
+        var waited: UInt64 = 0
+        if postedAt != 0 {
+            waited = now > postedAt ? now - postedAt : 0
+            batchOldestPostedAt.store(batch.oldestPostedAt, ordering: .relaxed)
+            if timingItems { checkDelivery(of: item, waited: waited) }
+        }
+        guard timingItems || isMonitored else {
+            item.run()
+            return waited
+        }
+        timingItems = true
+        let outerLabel = itemLabel
+        itemLabel = item.label
+        if watch.kernelThreadID.load(ordering: .relaxed) == 0 { prepareForStackCapture() }
+        publishItemStart(now | Self.timedBit)
+        item.run()
+        itemLabel = outerLabel
+        return waited
+    }
+}
