@@ -2,7 +2,7 @@ import Foundation
 
 extension LongThread {
     /// Work queued on a thread that can be taken back until it starts: returned by
-    /// ``LongThread/submit(modes:label:group:_:)`` and ``LongThread/perform(at:modes:label:_:)``.
+    /// ``LongThread/submit(modes:label:group:_:)`` and ``LongThread/perform(at:modes:label:group:_:)``.
     ///
     /// The counterpart of Android's `Handler.removeCallbacks`, Foundation's
     /// `cancelPreviousPerformRequests` and NIO's `Scheduled.cancel()`. The work ends exactly
@@ -181,8 +181,11 @@ extension LongThread {
 
     /// A set of queued work that can be taken back at once, like Android's
     /// `removeCallbacksAndMessages(token)`: give the same group to several
-    /// ``LongThread/submit(modes:label:group:_:)`` calls, on one thread or several, then
-    /// ``cancelAll()``.
+    /// ``LongThread/submit(modes:label:group:_:)``, ``LongThread/perform(after:modes:group:_:)``,
+    /// ``LongThread/perform(at:modes:label:group:_:)``,
+    /// ``LongThread/perform(waitUntilDone:timeout:modes:label:group:_:)`` or
+    /// ``LongThread/sync(timeout:modes:label:group:_:)`` calls, on one thread or several, then
+    /// ``cancelAll()``. Delayed work taken back releases its timer at once too.
     ///
     /// The group holds only work that has not ended: an item leaves it when it runs, is
     /// cancelled or is discarded, so a long-lived group does not grow.

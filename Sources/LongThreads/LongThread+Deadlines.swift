@@ -39,7 +39,7 @@ extension LongThread {
 
     /// Runs `work` on this thread at `deadline` and returns its value.
     ///
-    /// - Order: as ``perform(at:modes:label:_:)``.
+    /// - Order: as ``perform(at:modes:label:group:_:)``.
     /// - Cancellation: cancelling the awaiting task before the work started skips it and throws
     ///   `CancellationError` at once; its closure goes at once, and the deadline's timer too when
     ///   no other work waits for the same deadline and modes. (Awaited work joins no

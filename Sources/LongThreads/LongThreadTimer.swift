@@ -1,6 +1,6 @@
 import Foundation
 
-/// A timer on a LongThread's run loop: delayed work (``LongThread/perform(after:modes:_:)``) or a
+/// A timer on a LongThread's run loop: delayed work (``LongThread/perform(after:modes:group:_:)``) or a
 /// repeating callback (``LongThread/schedule(every:tolerance:modes:_:)``).
 ///
 /// Not Foundation's `Timer` (which never frees its closure on Linux), nor a CF timer each: a
