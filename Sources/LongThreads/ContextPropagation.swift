@@ -3,10 +3,13 @@ import Synchronization
 /// Carries the poster's context (a trace, a request id: usually task-locals) to the work it posts
 /// on a ``LongThread``.
 ///
-/// Task-locals belong to a task; work posted with ``LongThread/perform(modes:label:_:)``,
-/// ``LongThread/sync(modes:label:_:)`` or ``LongThread/run(modes:label:_:)`` runs on the thread's
-/// run loop, outside any task, so it would see none of them. A propagator captures what it needs
-/// where the work is posted and restores it around the work on the thread. Install one with
+/// Task-locals belong to a task; work posted to a thread runs on its run loop, outside any task,
+/// so it would see none of them. A propagator captures what it needs where the work is posted and
+/// restores it around the work on the thread, on every way to post: `perform` (queued, waiting,
+/// with a timeout, `after:`, `at:`), `performAtFrontOfQueue`, `submit`, `sync` (with or without a
+/// timeout), `run` (plain, `after:`, `at:`), and ``LongThread/schedule(every:tolerance:modes:_:)``,
+/// whose callback runs in the scheduler's context at every fire. Observers and descriptor
+/// sources are not posts: their handlers run in no poster's context. Install one with
 /// ``LongThread/contextPropagator``; `LongThreadsTracing` ships one for swift-distributed-tracing's
 /// `ServiceContext`.
 ///
@@ -51,7 +54,13 @@ extension LongThread {
     }
 }
 
-/// Where the three posting paths wrap their work when a ``ContextPropagator`` is installed.
+/// Where posted work is wrapped in its poster's context when a ``ContextPropagator`` is installed.
+///
+/// One path for every spelling: the capture happens where each kind of work item is made
+/// (`WorkItem.make`, `QueuedWork`, `BlockingWork`, `AsyncWork`, and a repeating
+/// `LongThreadTimer`), never at the spellings, so a new spelling, which has to make one of them,
+/// cannot forget it. The one item made bare, `perform`'s `.fireAndForget`, is made only while no
+/// propagator is installed.
 enum ContextCarrier {
     /// The installed propagator, boxed so that one pointer publishes it.
     final class Installed: Sendable {
@@ -98,6 +107,15 @@ enum ContextCarrier {
         let propagator = installed.propagator
         guard let captured = propagator.capture(label: label) else { return work }
         return { propagator.restore(captured, label: label, around: work) }
+    }
+
+    /// As `carry(_:label:)`, for a repeating timer's callback: each call runs in the context of
+    /// whoever scheduled the timer.
+    static func carry<Argument>(_ callback: @escaping @Sendable (Argument) -> Void) -> @Sendable (Argument) -> Void {
+        guard let installed = installed() else { return callback }
+        let propagator = installed.propagator
+        guard let captured = propagator.capture(label: nil) else { return callback }
+        return { argument in propagator.restore(captured, label: nil) { callback(argument) } }
     }
 
     /// As `carry(_:label:)`, for awaited work that returns a value (`run`).

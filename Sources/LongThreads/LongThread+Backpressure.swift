@@ -21,7 +21,7 @@ extension LongThread {
     /// Swift concurrency jobs (actors pinned to the thread, tasks preferring it) and
     /// ``performAtFrontOfQueue(label:_:)`` items are never refused (the runtime has nobody to throw
     /// to, and an urgent item must not wait behind the backlog it jumps), but they count. Timers,
-    /// ``perform(at:modes:label:_:)`` and ``run(at:modes:_:)`` work waits in the run loop, not in the
+    /// ``perform(at:modes:label:group:_:)`` and ``run(at:modes:_:)`` work waits in the run loop, not in the
     /// queue, and does not count. The thread publishes what it finished at least once per pass of
     /// its loop (about every millisecond while busy), so the backlog it sees may briefly be
     /// higher than the truth, never lower: memory stays bounded by the high watermark.

@@ -2,7 +2,7 @@ import Foundation
 
 extension LongThread {
     /// Work queued on a thread that can be taken back until it starts: returned by
-    /// ``LongThread/submit(modes:label:group:_:)`` and ``LongThread/perform(at:modes:label:_:)``.
+    /// ``LongThread/submit(modes:label:group:_:)`` and ``LongThread/perform(at:modes:label:group:_:)``.
     ///
     /// The counterpart of Android's `Handler.removeCallbacks`, Foundation's
     /// `cancelPreviousPerformRequests` and NIO's `Scheduled.cancel()`. The work ends exactly
@@ -40,15 +40,23 @@ extension LongThread {
         private let group: WorkGroup?
         /// Set once the work ended, for a caller waiting with a timeout.
         private let done: OneShotEvent?
+        /// For work that a timer or a deadline bucket holds: a cancel takes it out of there at once.
+        let withdrawal: Withdrawal?
         /// Released by a discarding stop (`releaseWork`), not told yet. Only the discarding thread
         /// touches it, between its `releaseWork()` and `discard()` calls.
         private var releasedUntold = false
 
-        init(_ work: @escaping @Sendable () -> Void, label: String?, group: WorkGroup?, waitable: Bool) {
-            self.phase = Locked(.waiting(work))
+        init(
+            _ work: @escaping @Sendable () -> Void, label: String?, group: WorkGroup?, waitable: Bool,
+            withdrawable: Bool = false
+        ) {
+            // Every way to post builds an item of this kind (or another that does the same), so
+            // the poster's context is captured here, once, whatever the spelling (`ContextCarrier`).
+            self.phase = Locked(.waiting(ContextCarrier.carry(work, label: label)))
             self.label = label
             self.group = group
             self.done = waitable ? OneShotEvent() : nil
+            self.withdrawal = withdrawable ? Withdrawal() : nil
         }
 
         /// Where the work is now. The answer may be stale by the time it is read, except once
@@ -62,13 +70,17 @@ extension LongThread {
             }
         }
 
-        /// Takes the work back if it has not started; its closure is released before this returns.
+        /// Takes the work back if it has not started; its closure is released before this returns,
+        /// and so is the timer of delayed work (``LongThread/perform(at:modes:label:group:_:)``,
+        /// or ``LongThread/perform(after:modes:group:_:)`` with a group) when no other work waits on it.
         ///
         /// - Returns: true when the work was removed and will never run; false when it has started
         ///   (it completes), ended, or was already cancelled.
         @discardableResult
         public func cancel() -> Bool {
-            end(as: .cancelled)
+            guard end(as: .cancelled) else { return false }
+            withdrawal?.withdraw()
+            return true
         }
 
         // MARK: - Internal
@@ -104,9 +116,27 @@ extension LongThread {
         /// Joins its group and queues itself on `core`, waiting for room if the thread's queue
         /// limit says so; leaves the group again if the thread refuses it.
         func post(on core: ThreadCore, modes: [RunLoop.Mode]) throws(LongThreadError) {
+            try post { () throws(LongThreadError) in
+                try core.postWaitingForRoom { () throws(LongThreadError) in try core.enqueue(.waiting(self), modes: modes) }
+            }
+        }
+
+        /// Joins its group and waits on `core` for `deadline`; a cancel takes it out of its
+        /// deadline's bucket, and the bucket's timer goes with its last item.
+        func post(on core: ThreadCore, at deadline: ContinuousClock.Instant, modes: [RunLoop.Mode]) throws(LongThreadError) {
+            try post { () throws(LongThreadError) in
+                let bucket = try core.enqueue(self, at: deadline, modes: modes)
+                withdrawal?.hold { [weak self, weak bucket] in
+                    if let self, let bucket { bucket.withdraw(self) }
+                }
+            }
+        }
+
+        /// Joins its group and posts itself with `enqueue`; leaves the group again if that throws.
+        func post(_ enqueue: () throws(LongThreadError) -> Void) throws(LongThreadError) {
             group?.insert(self)
             do throws(LongThreadError) {
-                try core.postWaitingForRoom { () throws(LongThreadError) in try core.enqueue(.waiting(self), modes: modes) }
+                try enqueue()
             } catch {
                 group?.remove(self)
                 throw error
@@ -151,8 +181,11 @@ extension LongThread {
 
     /// A set of queued work that can be taken back at once, like Android's
     /// `removeCallbacksAndMessages(token)`: give the same group to several
-    /// ``LongThread/submit(modes:label:group:_:)`` calls, on one thread or several, then
-    /// ``cancelAll()``.
+    /// ``LongThread/submit(modes:label:group:_:)``, ``LongThread/perform(after:modes:group:_:)``,
+    /// ``LongThread/perform(at:modes:label:group:_:)``,
+    /// ``LongThread/perform(waitUntilDone:timeout:modes:label:group:_:)`` or
+    /// ``LongThread/sync(timeout:modes:label:group:_:)`` calls, on one thread or several, then
+    /// ``cancelAll()``. Delayed work taken back releases its timer at once too.
     ///
     /// The group holds only work that has not ended: an item leaves it when it runs, is
     /// cancelled or is discarded, so a long-lived group does not grow.
@@ -164,20 +197,21 @@ extension LongThread {
         /// An empty group.
         public init() {}
 
-        /// Takes back every item of the group that has not started; items running now complete.
-        /// Work submitted to the group after this call began is not affected.
+        /// Takes back every item of the group that has not started; items running now complete,
+        /// and stay in the group (and in ``count``) until they end. Work submitted to the group
+        /// after this call began is not affected.
         ///
         /// - Returns: how many items were removed (they will never run).
         @discardableResult
         public func cancelAll() -> Int {
-            let taken = members.withLock { members in
-                defer { members = [:] }
-                return Array(members.values)
-            }
-            return taken.reduce(0) { $0 + ($1.cancel() ? 1 : 0) }
+            // Each item leaves the group as it ends (`QueuedWork.ended`): a cancelled one here,
+            // a running one when it returns. Emptying the list at once lost the running ones.
+            let members = members.withLock { Array($0.values) }
+            return members.reduce(0) { $0 + ($1.cancel() ? 1 : 0) }
         }
 
-        /// How many items of the group have not ended (waiting or running).
+        /// How many items of the group have not ended (waiting or running), a running one
+        /// included after ``cancelAll()``.
         public var count: Int { members.withLock { $0.count } }
 
         func insert(_ work: QueuedWork) {

@@ -8,13 +8,17 @@ extension LongThread {
     ///   once if it has already). Work posted for the same deadline and modes runs in the order it
     ///   was posted. Deadline work waits in the run loop as a timer, not in the queue: it is not
     ///   ordered with `perform` work and does not count toward a ``QueueLimit``.
-    /// - Cancellation: through the returned handle, until it starts.
+    /// - Cancellation: through the returned handle, or its `group`'s ``WorkGroup/cancelAll()``,
+    ///   until it starts. A cancel releases the closure at once, and the deadline's timer too
+    ///   when no other work waits for the same deadline and modes.
     /// - After stop: throws ``LongThreadError/stopped``; a stop before the deadline drops the work
     ///   (its handle's state becomes ``QueuedWork/State/discarded``).
     /// - Parameters:
     ///   - deadline: When the work becomes due.
     ///   - modes: The run-loop modes the work may run in.
     ///   - label: Names the work (kept on the handle).
+    ///   - group: A group to take the work back with, among others (``WorkGroup/cancelAll()``),
+    ///     like Android's `removeCallbacksAndMessages(token)` for delayed messages.
     ///   - work: The work.
     /// - Returns: the handle, to take the work back; keeping it is optional.
     /// - Throws: ``LongThreadError/stopped``, ``LongThreadError/noModes``,
@@ -25,18 +29,21 @@ extension LongThread {
         at deadline: ContinuousClock.Instant,
         modes: [RunLoop.Mode] = [.default],
         label: String? = nil,
+        group: WorkGroup? = nil,
         _ work: @escaping @Sendable () -> Void
     ) throws(LongThreadError) -> QueuedWork {
-        let item = QueuedWork(work, label: label, group: nil, waitable: false)
-        try core.enqueue(item, at: deadline, modes: modes)
+        let item = QueuedWork(work, label: label, group: group, waitable: false, withdrawable: true)
+        try item.post(on: core, at: deadline, modes: modes)
         return item
     }
 
     /// Runs `work` on this thread at `deadline` and returns its value.
     ///
-    /// - Order: as ``perform(at:modes:label:_:)``.
+    /// - Order: as ``perform(at:modes:label:group:_:)``.
     /// - Cancellation: cancelling the awaiting task before the work started skips it and throws
-    ///   `CancellationError` at once.
+    ///   `CancellationError` at once; its closure goes at once, and the deadline's timer too when
+    ///   no other work waits for the same deadline and modes. (Awaited work joins no
+    ///   ``WorkGroup``: cancelling its task is how it is taken back.)
     /// - After stop: throws ``LongThreadError/stopped``; a stop before the deadline throws
     ///   ``LongThreadError/discarded``.
     /// - Parameters:
@@ -50,9 +57,13 @@ extension LongThread {
         modes: [RunLoop.Mode] = [.default],
         _ work: @escaping @Sendable () throws -> T
     ) async throws -> T {
-        try await AsyncWork(work).value { (request) throws(LongThreadError) in
-            try core.enqueue(request, at: deadline, modes: modes)
-        }
+        let withdrawal = Withdrawal()
+        return try await AsyncWork(work).value(posting: { (request) throws(LongThreadError) in
+            let bucket = try core.enqueue(request, at: deadline, modes: modes)
+            withdrawal.hold { [weak bucket, weak request] in
+                if let bucket, let request { bucket.withdraw(request) }
+            }
+        }, onCancel: { withdrawal.withdraw() })
     }
 
     /// Queues `work` and waits at most `timeout` for it to run, like Android's
@@ -64,6 +75,8 @@ extension LongThread {
     /// - With `waitUntilDone: false`: queues `work` and returns at once, as
     ///   ``perform(waitUntilDone:modes:label:_:)``; `timeout` has no effect.
     /// - Called on this thread: with `waitUntilDone`, runs `work` inline at once (no timeout).
+    /// - After stop: throws ``LongThreadError/stopped`` once a stop has begun, on this thread too
+    ///   (the rule of every blocking spelling).
     /// - Queue limit: as ``perform(waitUntilDone:modes:label:_:)``; time spent blocked for room
     ///   under ``QueueLimit/WhenFull/block`` does not count toward `timeout`.
     /// - Parameters:
@@ -87,12 +100,12 @@ extension LongThread {
         group: WorkGroup? = nil,
         _ work: @escaping @Sendable () -> Void
     ) throws(LongThreadError) {
-        guard waitUntilDone, !isCurrent else {
-            if waitUntilDone {
-                try perform(waitUntilDone: true, modes: modes, label: label, work)
-            } else {
-                try submit(modes: modes, label: label, group: group, work)
-            }
+        guard waitUntilDone else {
+            try submit(modes: modes, label: label, group: group, work)
+            return
+        }
+        if try runsInline() {
+            work()
             return
         }
         let item = QueuedWork(work, label: label, group: group, waitable: true)
@@ -107,6 +120,9 @@ extension LongThread {
     ///   ``LongThreadError/timedOut``. So `work` is escaping and `Sendable`, unlike
     ///   ``sync(modes:label:_:)``'s: it may outlive the call.
     /// - Called on this thread: runs `work` inline at once (no timeout).
+    /// - After stop: throws ``LongThreadError/stopped`` once a stop has begun, on this thread too
+    ///   (the rule of every blocking spelling); a `.discard` stop before `work` started throws
+    ///   ``LongThreadError/discarded``.
     /// - Queue limit: as ``sync(modes:label:_:)``.
     /// - Parameters:
     ///   - timeout: How long to wait for the value.
@@ -126,7 +142,7 @@ extension LongThread {
         group: WorkGroup? = nil,
         _ work: @escaping @Sendable () throws -> T
     ) throws -> T {
-        if isCurrent { return try work() }
+        if try runsInline() { return try work() }
         let box = ResultBox<T>()
         let item = QueuedWork({ box.result = Result { try work() } }, label: label, group: group, waitable: true)
         try item.post(on: core, modes: modes)

@@ -17,6 +17,8 @@ extension LongThread {
     /// - Callable from: any thread, task or actor, including this thread (the work then runs
     ///   before the next item).
     public func performAtFrontOfQueue(label: String? = nil, _ work: @escaping @Sendable () -> Void) throws(LongThreadError) {
-        try core.enqueue(.make(work, label: label), modes: nil, atFront: true)
+        // Made before the lock: `make` captures the poster's context (`ContextCarrier`).
+        let item = WorkItem.make(work, label: label)
+        try core.enqueue(item, modes: nil, atFront: true)
     }
 }

@@ -100,31 +100,35 @@ extension LongThread {
             // A thread with a queue limit takes its own path, so that the plain post keeps nothing
             // alive for a second attempt, and moves its item into the queue without a copy.
             if core.hasQueueLimit {
-                let item = WorkItem.make(ContextCarrier.carry(work, label: label), label: label)
+                let item = WorkItem.make(work, label: label)
                 try core.postWaitingForRoom { () throws(LongThreadError) in try core.enqueue(item, modes: modes) }
             } else if label == nil, ContextCarrier.installed() == nil {
                 // The common post: the closure goes straight into its queue entry, under the lock.
                 try core.enqueue(.fireAndForget(work), modes: modes)
             } else {
-                // A propagator's capture and a label's box are made before the lock is taken.
-                let item = WorkItem.make(ContextCarrier.carry(work, label: label), label: label)
+                // A propagator's capture (in `make`) and a label's box are made before the lock is taken.
+                let item = WorkItem.make(work, label: label)
                 try core.enqueue(item, modes: modes)
             }
             return
         }
-        if isCurrent {
-            try acceptsInlineWork()
+        if try runsInline() {
             work()
             return
         }
         try runAndWait(modes: modes, label: label, work)
     }
 
-    /// On this thread, where waiting work runs inline: throws `.stopped` once a stop has begun, as
-    /// a post from anywhere else would (the inline shortcut must not outlive the cut-off).
+    /// The one rule for every spelling that waits for its work (`sync`, `perform(waitUntilDone:)`,
+    /// their `timeout:` forms, `run`): called on this thread, the work runs inline (a thread never
+    /// waits on itself), and, as a post from anywhere else, it is refused with `.stopped` once a
+    /// stop has begun (the inline shortcut must not outlive the cut-off). Returns whether the
+    /// caller runs the work inline; each of those spellings asks here before it picks its path.
     @usableFromInline
-    func acceptsInlineWork() throws(LongThreadError) {
+    func runsInline() throws(LongThreadError) -> Bool {
+        guard isCurrent else { return false }
         guard core.shared.withLock({ $0.lifecycle.acceptsWork }) else { throw .stopped }
+        return true
     }
 
     /// Queues `body` and blocks until it ran on this thread; throws `.discarded` if a stop dropped
@@ -132,7 +136,7 @@ extension LongThread {
     @usableFromInline
     func runAndWait(modes: [RunLoop.Mode]?, label: String?, _ body: () -> Void) throws(LongThreadError) {
         try withoutActuallyEscaping(body) { (escapable) throws(LongThreadError) in
-            let request = BlockingWork(ContextCarrier.carry(escapable, label: label), label: label)
+            let request = BlockingWork(escapable, label: label)
             // The loop thread was on a CPU when the post came: worth a spin even under load.
             var loopAwake = false
             do throws(LongThreadError) {
@@ -196,10 +200,7 @@ extension LongThread {
     // the non-generic rest.
     @inlinable
     func sync<T>(modes: [RunLoop.Mode]?, label: String?, _ work: sending () throws -> T) throws -> T {
-        if isCurrent {
-            try acceptsInlineWork()
-            return try work()
-        }
+        if try runsInline() { return try work() }
         var outcome: Result<T, any Error>?
         try runAndWait(modes: modes, label: label) { outcome = Result { try work() } }
         return try outcome!.get()
@@ -249,9 +250,8 @@ extension LongThread {
         label: String?,
         _ work: @escaping @Sendable () throws -> T
     ) async throws -> T {
-        if isCurrent {
+        if try runsInline() {
             try Task.checkCancellation()
-            try acceptsInlineWork()
             return try work()
         }
         while true {
@@ -269,7 +269,7 @@ extension LongThread {
         label: String?,
         _ work: @escaping @Sendable () throws -> T
     ) async throws -> T {
-        try await AsyncWork(ContextCarrier.carry(work, label: label), label: label).value { (request) throws(LongThreadError) in
+        try await AsyncWork(work, label: label).value { (request) throws(LongThreadError) in
             try core.enqueue(.waiting(request), modes: modes)
         }
     }

@@ -1,6 +1,6 @@
 import Foundation
 
-/// A timer on a LongThread's run loop: delayed work (``LongThread/perform(after:modes:_:)``) or a
+/// A timer on a LongThread's run loop: delayed work (``LongThread/perform(after:modes:group:_:)``) or a
 /// repeating callback (``LongThread/schedule(every:tolerance:modes:_:)``).
 ///
 /// Not Foundation's `Timer` (which never frees its closure on Linux), nor a CF timer each: a
@@ -41,6 +41,9 @@ public final class LongThreadTimer: @unchecked Sendable {
 
     // MARK: Guarded by its own lock
     private let state: Locked<State>
+    /// Whether its work or callback runs now, and who waits for it to return (`cancel(then:)`).
+    /// Under `state`'s lock: a fire and a cancel decide against each other there.
+    private let firing: Locked<(running: Bool, notices: [@Sendable () -> Void])>
 
     // MARK: Guarded by its thread's lock (`ThreadCore.shared`)
     /// Where the thread's `TimerSchedule` keeps it (a heap index, or a marker).
@@ -50,7 +53,14 @@ public final class LongThreadTimer: @unchecked Sendable {
         self.core = core
         self.interval = interval
         self.tolerance = tolerance
-        self.state = Locked(.scheduled(work))
+        // A repeating callback runs in the context of whoever scheduled it, every time (a one-shot
+        // timer's `WorkItem` captured it when it was made: `ContextCarrier`).
+        if case .repeating(let callback) = work {
+            self.state = Locked(.scheduled(.repeating(ContextCarrier.carry(callback))))
+        } else {
+            self.state = Locked(.scheduled(work))
+        }
+        self.firing = Locked((false, []))
     }
 
     /// True once the timer can fire no more: cancelled, fired (one-shot), or its thread stopping.
@@ -67,6 +77,39 @@ public final class LongThreadTimer: @unchecked Sendable {
         cancelReturningWork()?.discard()
     }
 
+    /// Stops the timer, then calls `notice` once no callback of it runs or will run: at once, on
+    /// the caller's thread, when none runs now; otherwise on the timer's thread right after the
+    /// running callback returns. The safe moment to tear down what the callback uses (NIO's
+    /// `RepeatedTask.cancel(promise:)`).
+    ///
+    /// - Called from the timer's own callback: `notice` comes after that callback returns.
+    /// - A thread that stops meanwhile still gives the notice when the callback returns; a timer
+    ///   already ended gives it at once.
+    /// - Callable from: any thread, including the timer's own callback.
+    /// - Parameter notice: Called exactly once. Keep it short when it runs on the timer's thread.
+    public func cancel(then notice: @escaping @Sendable () -> Void) {
+        cancel()
+        let now = state.withLock { _ in
+            firing.withLock { firing -> Bool in
+                guard firing.running else { return true }
+                firing.notices.append(notice)
+                return false
+            }
+        }
+        if now { notice() }
+    }
+
+    /// Stops the timer and returns once no callback of it runs or will run: ``cancel(then:)``
+    /// for async code. Suspends the task meanwhile; holds no thread.
+    ///
+    /// - Callable from: any task or actor, including one running on the timer's thread (the
+    ///   callback then returns while the task is suspended).
+    public func cancelAndWait() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            cancel { continuation.resume() }
+        }
+    }
+
     /// `cancel()`, except that a one-shot timer's work is returned instead of discarded: a stop
     /// releases it with everything else it drops, then tells its waiter (`ThreadCore.tell`).
     func cancelReturningWork() -> WorkItem? {
@@ -81,6 +124,7 @@ public final class LongThreadTimer: @unchecked Sendable {
         let work = state.withLock { state -> Work? in
             guard case .scheduled(let work) = state else { return nil }
             if case .once = work { state = .ended }
+            firing.withLock { $0.running = true }
             return work
         }
         switch work {
@@ -91,8 +135,16 @@ public final class LongThreadTimer: @unchecked Sendable {
             core?.timerFired(self, ended: false)
             callback(self)
         case nil:
-            break
+            return
         }
+        let notices = state.withLock { _ in
+            firing.withLock { firing in
+                firing.running = false
+                defer { firing.notices = [] }
+                return firing.notices
+            }
+        }
+        for notice in notices { notice() }
     }
 
     private func end() -> Work? {
@@ -112,16 +164,34 @@ extension LongThread {
     /// - Behind queued work: it fires when the loop next returns to its run loop, after at most
     ///   about a millisecond of work or the item running when it fell due, before the rest of the
     ///   work (<doc:LifeOfAThread>).
+    /// - Group: with a `group`, ``WorkGroup/cancelAll()`` takes the work back until it starts,
+    ///   releasing the timer and the closure at once, like Android's
+    ///   `removeCallbacksAndMessages(token)` for delayed messages; the work counts in the group's
+    ///   ``WorkGroup/count`` until it ends. Cancelling the timer takes it out of the group.
     /// - After stop: throws ``LongThreadError/stopped``; a stop cancels timers not yet fired.
     /// - Callable from: any thread, task or actor.
+    /// - Parameters:
+    ///   - delay: How long to wait.
+    ///   - modes: The run-loop modes the work may run in.
+    ///   - group: A group to take the work back with, among others.
+    ///   - work: The work.
     @discardableResult
     public func perform(
         after delay: Duration,
         modes: [RunLoop.Mode] = [.default],
+        group: WorkGroup? = nil,
         _ work: @escaping @Sendable () -> Void
     ) throws(LongThreadError) -> LongThreadTimer {
-        let timer = LongThreadTimer(core: core, work: .once(.fireAndForget(work)), interval: nil, tolerance: .zero)
-        try core.schedule(timer, after: delay, modes: modes)
+        guard let group else {
+            let timer = LongThreadTimer(core: core, work: .once(.make(work, label: nil)), interval: nil, tolerance: .zero)
+            try core.schedule(timer, after: delay, modes: modes)
+            return timer
+        }
+        // In a group, the work is a handle the group can cancel, and a cancel takes the timer too.
+        let item = QueuedWork(work, label: nil, group: group, waitable: false, withdrawable: true)
+        let timer = LongThreadTimer(core: core, work: .once(.waiting(item)), interval: nil, tolerance: .zero)
+        try item.post { () throws(LongThreadError) in try core.schedule(timer, after: delay, modes: modes) }
+        item.withdrawal?.hold { [weak timer] in timer?.cancel() }
         return timer
     }
 

@@ -31,8 +31,14 @@ extension StallMonitor {
         /// `NSCondition.lock()` (libFoundation) gave that one frame and none of its callers.
         public var stack: [StallMonitor.Frame]
         /// Why ``stack`` is empty for a ``Kind/slowDispatch`` report (capture off, the callout
-        /// ended meanwhile, the thread blocks the signal); nil otherwise.
+        /// ended meanwhile, the thread blocks the signal, the thread was asleep in the kernel);
+        /// nil otherwise.
         public var stackNote: String?
+        /// For a ``Kind/slowDispatch`` report of a thread asleep in the kernel (a blocking system
+        /// call, a lock's futex), which it was not interrupted in: where it waited, in place of
+        /// ``stack``. Nil when the thread was running (then ``stack`` has its frames), and for
+        /// ``Kind/slowDelivery``. See "What a report contains" in ``StallMonitor``.
+        public var kernelWait: StallMonitor.KernelWait? = nil
 
         /// One line for logs (the thread, the kind, the label, the time), then the stack, one
         /// frame per line.
@@ -49,6 +55,7 @@ extension StallMonitor {
                 text = "\(thread) delivered late: \(what) started \(millis) ms after its post, \(queueDepth) waiting"
             }
             if let stackNote { text += " (\(stackNote))" }
+            if let kernelWait { text += "\n  asleep in the kernel: \(kernelWait)" }
             for (index, frame) in stack.enumerated() { text += "\n  #\(index) \(frame)" }
             return text
         }

@@ -8,8 +8,9 @@ import Synchronization
 ///
 /// One monitor serves many threads, with one thread of its own (``threadName``). A watched thread
 /// times each callout: each item of a drain is a callout of its own, so a report names the one
-/// item that ran past the threshold, never a batch of short ones. A watched thread starting a
-/// callout wakes an idle monitor once; the monitor then sleeps until the earliest moment a running
+/// item that ran past the threshold, never a batch of short ones, and every slow item of a drain
+/// is reported, each once. A watched thread starting a callout wakes an idle monitor once (and so
+/// does the next item's start after a reported one); the monitor then sleeps until the earliest moment a running
 /// callout would cross the threshold. While every watched thread is idle the monitor sleeps with no
 /// timeout and costs no CPU (after at most one more wake-up, at the last callout's due time). A
 /// stall is reported once per callout, while it still runs, within the threshold plus the
@@ -40,15 +41,33 @@ import Synchronization
 /// its own thread when it starts (threads inherit their creator's mask); no other thread is ever
 /// sent it, and a stray instance (say from `kill(1)`) is ignored by the handler.
 ///
-/// What the stalled work can observe: the signal interrupts it once per report. A system call it
-/// is blocked in is restarted where the kernel allows (`read`, `write`, `recv`, `send`,
-/// `accept`, `connect`, `open`, `wait`, `flock`, `pthread_mutex_lock`, futex waits, ...) and
-/// returns as it would have. Calls the kernel never restarts after a handler (see `signal(7)`)
-/// return `EINTR` (or a short count): `poll`, `ppoll`, `select`, `epoll_wait`, `nanosleep`,
-/// `clock_nanosleep`, `usleep`, `sleep` (which returns the time left), `sigtimedwait`, `io_getevents`,
-/// and socket reads and writes with a timeout set (`SO_RCVTIMEO`, `SO_SNDTIMEO`). Code that loops
-/// on `EINTR`, as such calls must anyway, sees nothing. Pass `capturesStacks: false` to turn
-/// capture off: no signal is ever sent, and reports carry no stack.
+/// ## What a report contains
+/// Before it signals, the monitor reads the stalled thread's state from
+/// `/proc/self/task/<tid>/stat`:
+/// - **Running** (state `R`: computing, or runnable): the thread is sent the signal, and the
+///   report carries its stack (``Report/stack``), as above.
+/// - **Asleep in the kernel** (any other state: `S` in a blocking system call or a lock's futex,
+///   `D` in disk I/O, `T` stopped): the thread is **not** signalled, so nothing it waits in is
+///   cut short. The report carries ``Report/kernelWait`` instead: the system call (number and
+///   name, from `/proc/self/task/<tid>/syscall`), the kernel's wait channel (`wchan`), and the
+///   user-space instruction that made the call, named; ``Report/stack`` is empty and
+///   ``Report/stackNote`` says why. Such a report names the call the thread waits in, not the
+///   work's own functions.
+/// - **Neither** (capture off, the callout ended meanwhile, the signal taken by someone else, the
+///   thread blocking it): no stack and no kernel wait; ``Report/stackNote`` says which.
+///
+/// What the stalled work can observe: nothing while it sleeps in the kernel. A running thread is
+/// interrupted once per report. Only if it enters a blocking system call in the microseconds
+/// between the state check and the signal is that call interrupted: it is then restarted where
+/// the kernel allows (`read`, `write`, `recv`, `send`, `accept`, `connect`, `open`, `wait`,
+/// `flock`, `pthread_mutex_lock`, futex waits, ...), except that a `read` or `write` that moved
+/// some bytes already returns that short count; calls the kernel never restarts after a handler
+/// (see `signal(7)`) return `EINTR`: `poll`, `ppoll`, `select`, `epoll_wait`, `nanosleep`,
+/// `clock_nanosleep`, `usleep`, `sleep` (which returns the time left), `sigtimedwait`,
+/// `io_getevents`, and socket reads and writes with a timeout set (`SO_RCVTIMEO`, `SO_SNDTIMEO`).
+/// Code that loops on short counts and `EINTR`, as such calls need anyway, loses nothing. Pass
+/// `capturesStacks: false` to turn capture off: no signal is ever sent, `/proc` is not read, and
+/// reports carry neither a stack nor a kernel wait.
 ///
 /// ## Cost
 /// An unwatched thread pays one load and one branch per item. A watched thread reads the clock
@@ -250,7 +269,14 @@ final class StallMonitorState: Sendable {
         }
         for watch in current {
             guard let core = watch.core else { continue }
-            let start = core.watch.calloutStartedAt.load(ordering: .sequentiallyConsistent)
+            var start = core.watch.calloutStartedAt.load(ordering: .sequentiallyConsistent)
+            if start != 0, start == watch.reportedStart {
+                // Reported and still running: this monitor may now sleep past its end, so the
+                // next item's start must wake it (else the drain's next slow item goes unreported).
+                // The flag, then the start again: see `ThreadCore.publishItemStart`.
+                core.watch.wakeMonitorsAtNextItem.store(true, ordering: .sequentiallyConsistent)
+                start = core.watch.calloutStartedAt.load(ordering: .sequentiallyConsistent)
+            }
             if start == 0 || start == watch.reportedStart { continue }
             // A timed start is exact; an untimed one is the start of a drain that began before the
             // watch (the loop times items from the next callout on), so it counts from the watch.
@@ -272,23 +298,49 @@ final class StallMonitorState: Sendable {
         let label = core.watch.runningLabel.withLock { $0.start == start ? $0.label : nil }
         var stack: [StallMonitor.Frame] = []
         var stackNote: String?
+        var kernelWait: StallMonitor.KernelWait?
         if !capturesStacks {
             stackNote = StackSampler.Failure.disabled.note
         } else if start & ThreadCore.timedBit == 0 {
             // Untimed: the loop does not stop at the next boundary for a capture.
             stackNote = "the callout began before the watch; its stack is not captured"
         } else {
-            switch StackSampler.capture(core, start: start) {
-            case .success(let frames): stack = frames
+            switch Self.whereabouts(of: core, start: start) {
+            case .stack(let frames): stack = frames
+            case .kernel(let wait):
+                kernelWait = wait
+                stackNote = "asleep in the kernel: not interrupted for its stack"
             case .failure(let failure): stackNote = failure.note
             }
         }
         let report = StallMonitor.Report(
             kind: .slowDispatch, threadName: core.name, label: label, duration: .nanoseconds(nanoseconds),
-            queueDepth: core.pendingCount, stack: stack, stackNote: stackNote
+            queueDepth: core.pendingCount, stack: stack, stackNote: stackNote, kernelWait: kernelWait
         )
         core.instrument?.record(.stall(report))
         handler(report)
+    }
+
+    /// Where the stalled thread is, without disturbing a thread asleep in the kernel.
+    private enum Whereabouts {
+        case stack([StallMonitor.Frame])
+        case kernel(StallMonitor.KernelWait)
+        case failure(StackSampler.Failure)
+    }
+
+    /// A thread asleep in a system call is not signalled (the handler would cut its call short:
+    /// a blocking `write` returned a short count): its wait is read from `/proc`, and trusted only
+    /// if the same callout still runs after the read. A running thread's stack is captured.
+    private static func whereabouts(of core: ThreadCore, start: UInt64) -> Whereabouts {
+        let tid = core.watch.kernelThreadID.load(ordering: .relaxed)
+        if tid != 0, let wait = KernelWaitReader.wait(ofThread: tid) {
+            guard core.watch.calloutStartedAt.load(ordering: .sequentiallyConsistent) == start else { return .failure(.ended) }
+            return .kernel(wait)
+        }
+        switch StackSampler.capture(core, start: start) {
+        case .success(let frames): return .stack(frames)
+        case .failure(let failure): return .failure(failure)
+        }
     }
 
     private func handOnLateDeliveries() {

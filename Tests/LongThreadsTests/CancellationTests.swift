@@ -189,6 +189,79 @@ struct CancellationTests {
         #expect(group.cancelAll() == 0)
     }
 
+    @Test("WorkGroup.count after cancelAll() still counts the group's item that is running, until it ends")
+    func countAfterCancelAllWhileRunning() throws {
+        let thread = try LongThread(name: "lt-group-count")
+        defer { thread.stop() }
+        let group = LongThread.WorkGroup()
+        let started = Latch()
+        let gate = Latch()
+        let running = try thread.submit(group: group) {
+            started.countDown()
+            gate.wait()
+        }
+        let waiting = try thread.submit(group: group) {}
+        #expect(started.wait())
+        #expect(group.count == 2)
+        #expect(group.cancelAll() == 1)
+        #expect(waiting.state == .cancelled)
+        #expect(running.state == .running)
+        #expect(group.count == 1, "the running item has not ended")
+        gate.countDown()
+        #expect(waitUntil { group.count == 0 })
+        #expect(running.state == .finished)
+    }
+
+    @Test("delayed work joins a group: cancelAll() takes back perform(after:) and perform(at:), timers and closures at once")
+    func delayedWorkInAGroup() throws {
+        let thread = try LongThread(name: "lt-group-delayed")
+        defer { thread.stop() }
+        let group = LongThread.WorkGroup()
+        let ran = Counter()
+        var canary: Canary? = Canary()
+        let watch = WeakBox(canary!)
+        let timer = try thread.perform(after: .milliseconds(200), group: group) { [canary] in
+            canary?.touch()
+            ran.increment()
+        }
+        let item = try thread.perform(at: .now + .milliseconds(200), group: group) { [canary] in
+            canary?.touch()
+            ran.increment()
+        }
+        canary = nil
+        let other = LongThread.WorkGroup()
+        let kept = Latch()
+        try thread.perform(after: .milliseconds(300), group: other) { kept.countDown() }
+        #expect(group.count == 2)
+        #expect(thread.statistics.pendingTimers == 3)
+        #expect(group.cancelAll() == 2)
+        #expect(group.count == 0)
+        #expect(item.state == .cancelled)
+        #expect(timer.isCancelled)
+        #expect(watch.value == nil, "both closures released by cancelAll()")
+        #expect(thread.statistics.pendingTimers == 1, "their timers too; the other group's stays")
+        #expect(other.count == 1)
+        #expect(kept.wait(), "a later timer of another group runs")
+        #expect(ran.value == 0)
+        #expect(waitUntil { other.count == 0 })
+    }
+
+    @Test("a grouped perform(after:) that runs, or whose timer is cancelled, leaves its group")
+    func delayedWorkLeavesItsGroup() throws {
+        let thread = try LongThread(name: "lt-group-delayed-end")
+        defer { thread.stop() }
+        let group = LongThread.WorkGroup()
+        let ran = Latch()
+        try thread.perform(after: .milliseconds(1), group: group) { ran.countDown() }
+        let cancelled = try thread.perform(after: .seconds(3600), group: group) {}
+        #expect(ran.wait())
+        #expect(waitUntil { group.count == 1 })
+        cancelled.cancel()
+        #expect(group.count == 0)
+        #expect(thread.statistics.pendingTimers == 0)
+        #expect(group.cancelAll() == 0)
+    }
+
     @Test("a discarding stop marks a waiting item discarded; submit after a stop throws .stopped")
     func discardedByStop() throws {
         let thread = try LongThread(name: "lt-cancel-stop")

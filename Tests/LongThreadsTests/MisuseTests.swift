@@ -67,6 +67,40 @@ struct MisuseTests {
         #expect(thread.waitUntilExit(timeout: .seconds(10)))
     }
 
+    /// Every spelling that waits for its work, called on the thread itself: it would run the work
+    /// inline, so each must apply the one rule (`.stopped` once a stop began) before it does.
+    private static let blockingSpellings: [(name: String, call: @Sendable (LongThread, @escaping @Sendable () -> Void) throws -> Void)] = [
+        ("sync", { thread, work in try thread.sync { work() } }),
+        ("sync(modes:)", { thread, work in try thread.sync(modes: [.default]) { work() } }),
+        ("sync(timeout:)", { thread, work in try thread.sync(timeout: .seconds(5)) { work() } }),
+        ("perform(waitUntilDone:)", { thread, work in try thread.perform(waitUntilDone: true, work) }),
+        ("perform(waitUntilDone:modes:)", { thread, work in try thread.perform(waitUntilDone: true, modes: [.default], work) }),
+        ("perform(waitUntilDone:timeout:)", { thread, work in try thread.perform(waitUntilDone: true, timeout: .seconds(5), work) }),
+        ("perform(onThread:waitUntilDone:)", { thread, work in try perform(onThread: thread, waitUntilDone: true, work) }),
+    ]
+
+    @Test("every blocking spelling called on the thread throws .stopped once a stop began, and runs nothing",
+          arguments: blockingSpellings.indices)
+    func everyBlockingSpellingAfterStop(_ index: Int) throws {
+        let (name, call) = Self.blockingSpellings[index]
+        let thread = try LongThread(name: "lt-inline-spellings")
+        let outcome = Recorder<String>()
+        let done = Latch()
+        try thread.perform {
+            thread.stop(waitUntilDone: false)
+            do {
+                try call(thread) { outcome.record("ran") }
+                outcome.record("returned")
+            } catch {
+                outcome.record("\(error)")
+            }
+            done.countDown()
+        }
+        #expect(done.wait())
+        #expect(outcome.events == [String(describing: LongThreadError.stopped)], "\(name)")
+        #expect(thread.waitUntilExit(timeout: .seconds(10)))
+    }
+
     @Test("run on the thread itself throws .stopped once a stop began")
     func inlineRunAfterStop() async throws {
         let thread = try LongThread(name: "lt-inline-run")

@@ -130,6 +130,33 @@ extension StallMonitoring {
             #expect(reports.events.map(\.description) == [])
         }
 
+        @Test("every slow item of one drain is reported, not only the first")
+        func everySlowItemOfADrain() throws {
+            let reports = Recorder<StallMonitor.Report>()
+            let reportedByLabel = (0..<3).map { _ in Latch() }
+            let monitor = try StallMonitor(threshold: .milliseconds(50), capturesStacks: false) { report in
+                reports.record(report)
+                if let label = report.label, let index = Int(label.dropFirst("slow-".count)) { reportedByLabel[index].countDown() }
+            }
+            let thread = try LongThread(name: "lt-every-slow")
+            defer { thread.stop() }
+            monitor.watch(thread)
+            let gate = Latch()
+            try thread.hold(until: gate)
+            // Queued behind the gate, the three run back to back in one drain; each runs until its
+            // own report came (or 3 s passed), so a missed report shows as a timeout, not a guess.
+            let inTime = Recorder<Int>()
+            for index in 0..<3 {
+                try thread.perform(label: "slow-\(index)") {
+                    if reportedByLabel[index].wait(timeout: .seconds(3)) { inTime.record(index) }
+                }
+            }
+            gate.countDown()
+            try thread.sync {}
+            #expect(inTime.events == [0, 1, 2], "\(reports.events.map(\.description))")
+            #expect(reports.events.compactMap(\.label).filter { $0.hasPrefix("slow-") } == ["slow-0", "slow-1", "slow-2"])
+        }
+
         @Test("the slow task among fast ones is the one named")
         func culpritNamed() throws {
             let (monitor, reports, reported) = try recordingMonitor(threshold: .milliseconds(100))

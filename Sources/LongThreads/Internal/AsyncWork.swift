@@ -18,7 +18,7 @@ final class AsyncWork<T: Sendable>: WaitingWork, @unchecked Sendable {
     let label: String?
 
     init(_ work: @escaping @Sendable () throws -> T, label: String? = nil) {
-        self.phase = Locked(.created(work, cancelled: false))
+        self.phase = Locked(.created(ContextCarrier.carry(work, label: label), cancelled: false))
         self.label = label
     }
 

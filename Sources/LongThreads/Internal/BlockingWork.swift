@@ -15,7 +15,7 @@ final class BlockingWork: WaitingWork, @unchecked Sendable {
     let label: String?
 
     init(_ work: @escaping () -> Void, label: String? = nil) {
-        self.work = work
+        self.work = ContextCarrier.carry(work, label: label)
         self.label = label
     }
 

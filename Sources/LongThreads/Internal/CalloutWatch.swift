@@ -26,6 +26,10 @@ struct CalloutWatch: ~Copyable {
     let kernelThreadID = Atomic<Int32>(0)
     /// The smallest delivery threshold of the monitors watching this thread, ns; 0: none.
     let deliveryThreshold = Atomic<UInt64>(0)
+    /// Set by a monitor that reported the callout running now and would sleep past its end: the
+    /// next item's start wakes it (`ThreadCore.publishItemStart`), as a callout's start does.
+    /// A sequentially consistent pair with the start's store (`StallMonitorState.scan`).
+    let wakeMonitorsAtNextItem = Atomic<Bool>(false)
     /// The monitors watching this thread.
     let monitors = Locked<[StallMonitorState]>([])
 }

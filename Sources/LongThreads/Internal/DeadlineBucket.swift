@@ -22,6 +22,8 @@ final class DeadlineBucket: WaitingWork, @unchecked Sendable {
     /// Taken and released by a discarding stop (`releaseWork`), not told yet. Only the discarding
     /// thread touches it, between its `releaseWork()` and `discard()` calls.
     private var released: [any WaitingWork] = []
+    /// The timer the bucket waits on; guarded by the core's lock. Weak: the timer holds the bucket.
+    weak var timer: LongThreadTimer?
 
     var label: String? { nil }
 
@@ -69,6 +71,21 @@ final class DeadlineBucket: WaitingWork, @unchecked Sendable {
         released += items
     }
 
+    /// Any thread: `item` was cancelled before its deadline (`Withdrawal`): takes it out, and
+    /// when it was the last, takes the bucket out of the thread and cancels its timer, so neither
+    /// waits in the loop until the deadline. Does nothing once the timer took the items.
+    func withdraw(_ item: any WaitingWork) {
+        guard let core else { return }
+        let emptied = core.shared.withLock { state -> LongThreadTimer? in
+            guard let index = items.firstIndex(where: { $0 === item }) else { return nil }
+            items.remove(at: index)
+            guard items.isEmpty else { return nil }
+            if state.deadlines[key] === self { state.deadlines[key] = nil }
+            return timer
+        }
+        emptied?.cancel()
+    }
+
     private static func releaseThenTell(_ items: ArraySlice<any WaitingWork>) {
         for item in items { item.releaseWork() }
         for item in items { item.discard() }
@@ -84,28 +101,33 @@ final class DeadlineBucket: WaitingWork, @unchecked Sendable {
 }
 
 extension ThreadCore {
-    /// Any thread: queues `item` for `deadline` in `modes`.
-    func enqueue(_ item: any WaitingWork, at deadline: ContinuousClock.Instant, modes: [RunLoop.Mode]) throws(LongThreadError) {
+    /// Any thread: queues `item` for `deadline` in `modes`; returns the bucket it waits in.
+    @discardableResult
+    func enqueue(_ item: any WaitingWork, at deadline: ContinuousClock.Instant, modes: [RunLoop.Mode]) throws(LongThreadError) -> DeadlineBucket {
         let key = DeadlineKey(deadline: deadline, modes: modes.map(\.rawValue))
-        let bucket = try shared.withLock { (state: inout SharedState) throws(LongThreadError) -> DeadlineBucket? in
+        let (bucket, newTimer) = try shared.withLock { (state: inout SharedState) throws(LongThreadError) -> (DeadlineBucket, LongThreadTimer?) in
             guard state.lifecycle.acceptsWork, state.engine != nil else { throw LongThreadError.stopped }
             _ = try state.mask(for: modes)
             if let bucket = state.deadlines[key] {
                 bucket.append(item)
-                return nil
+                return (bucket, nil)
             }
             let bucket = DeadlineBucket(core: self, key: key, first: item)
+            // Made under the lock, so that a cancel emptying the bucket before it is scheduled
+            // finds the timer and cancels it (`schedule` then skips it).
+            let timer = LongThreadTimer(core: self, work: .once(.waiting(bucket)), interval: nil, tolerance: .zero)
+            bucket.timer = timer
             state.deadlines[key] = bucket
-            return bucket
+            return (bucket, timer)
         }
-        guard let bucket else { return }
-        let timer = LongThreadTimer(core: self, work: .once(.waiting(bucket)), interval: nil, tolerance: .zero)
+        guard let newTimer else { return bucket }
         do throws(LongThreadError) {
-            try schedule(timer, after: ContinuousClock.now.duration(to: deadline), modes: modes)
+            try schedule(newTimer, after: ContinuousClock.now.duration(to: deadline), modes: modes)
         } catch {
             // A stop began since: the bucket's work (this item's included) is discarded.
             bucket.discard()
             throw error
         }
+        return bucket
     }
 }

@@ -52,9 +52,23 @@ extension ThreadCore: RunLoopEngineDelegate {
     // MARK: - Loop thread only
 
     /// Loop thread, timing: the item (or resumed task) labelled `itemLabel` starts at `start`.
+    /// A monitor that reported the previous item may have gone idle: this start wakes it, or the
+    /// next slow item of the same drain would go unreported.
     func publishItemStart(_ start: UInt64) {
         if let itemLabel { watch.runningLabel.withLock { $0 = (itemLabel, start) } }
         publishCalloutStart(start)
+        // After the start's store (sequentially consistent, as the monitor's flag store, then its
+        // load of the start): either this load sees the flag, or the monitor sees this start.
+        if watch.wakeMonitorsAtNextItem.load(ordering: .sequentiallyConsistent) { wakeIdleMonitors() }
+    }
+
+    /// Loop thread: wakes the monitors that sleep with nothing to time (`threadBecameBusy`).
+    @inline(never)
+    private func wakeIdleMonitors() {
+        watch.wakeMonitorsAtNextItem.store(false, ordering: .sequentiallyConsistent)
+        watch.monitors.withLock { monitors in
+            for monitor in monitors { monitor.threadBecameBusy() }
+        }
     }
 
     /// Loop thread: moves the callout start. While a monitor samples this thread's stack (it saw

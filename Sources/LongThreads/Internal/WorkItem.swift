@@ -38,8 +38,9 @@ enum WorkItem {
         }
     }
 
-    /// Fire-and-forget work, labelled when a label was given.
+    /// Fire-and-forget work, labelled when a label was given, in its poster's context (`ContextCarrier`).
     static func make(_ work: @escaping @Sendable () -> Void, label: String?) -> WorkItem {
+        let work: @Sendable () -> Void = ContextCarrier.carry(work, label: label)
         guard let label else { return .fireAndForget(work) }
         return .labeled(LabeledWork(label: label, work: work))
     }
