@@ -1,13 +1,14 @@
 extension LongThread {
     /// A bound on the work waiting for a thread, with two watermarks, as NIO's
-    /// `NIOAsyncSequenceProducerBackPressureStrategies.HighLowWatermark`: once the backlog reaches
-    /// ``highWatermark`` the queue is full, and it stays full until the backlog is down to
-    /// ``lowWatermark``, so producers resume in bursts instead of one item at a time.
+    /// `NIOAsyncSequenceProducerBackPressureStrategies.HighLowWatermark`: the post that brings the
+    /// backlog to ``highWatermark`` makes the queue full, and it stays full until the backlog is
+    /// below ``lowWatermark`` (not at it: with watermarks 100 and 50 it opens at 49), so producers
+    /// resume in bursts instead of one item at a time.
     ///
     /// Set it in ``Options/queueLimit``. When the queue is full:
     /// - `perform` (with or without `waitUntilDone`, and ``submit(modes:label:group:_:)``) throws
     ///   ``LongThreadError/queueFull`` under ``WhenFull/throwError``, or blocks the caller until
-    ///   the backlog is down to the low watermark under ``WhenFull/block``;
+    ///   the backlog is below the low watermark under ``WhenFull/block``;
     /// - `sync` does the same as `perform`;
     /// - `run` suspends the calling task until there is room (it blocks no thread, and throws
     ///   `CancellationError` if the task is cancelled meanwhile);
@@ -30,7 +31,7 @@ extension LongThread {
         public enum WhenFull: Sendable, Equatable {
             /// Throw ``LongThreadError/queueFull`` at once.
             case throwError
-            /// Block the calling thread until the backlog is down to the low watermark (or a
+            /// Block the calling thread until the backlog is below the low watermark (or a
             /// stop begins, then throw ``LongThreadError/stopped``). From a task, post with
             /// `run` instead: it suspends, where a blocked `perform` would hold a cooperative thread.
             case block
@@ -38,18 +39,20 @@ extension LongThread {
 
         /// The backlog at which the queue becomes full (at least 1).
         public var highWatermark: Int
-        /// The backlog at which a full queue accepts work again (0 ..< `highWatermark`).
+        /// A full queue accepts work again once the backlog is below this (1 ... `highWatermark`;
+        /// 1: once the queue is empty; `highWatermark`: as soon as one item finished).
         public var lowWatermark: Int
         /// What `perform` and `sync` do when the queue is full.
         public var whenFull: WhenFull
 
-        /// A limit of `highWatermark` items that opens again at `lowWatermark` (by default half the
-        /// high one). Out-of-range values are clamped: `highWatermark` to at least 1,
-        /// `lowWatermark` into `0 ..< highWatermark`.
+        /// A limit of `highWatermark` items that opens again below `lowWatermark` (by default half
+        /// the high one). Out-of-range values are clamped: `highWatermark` to at least 1,
+        /// `lowWatermark` into `1 ... highWatermark` (NIO's rule with a low watermark of 0 would
+        /// never open the queue again; equal watermarks are allowed, as in NIO).
         public init(highWatermark: Int, lowWatermark: Int? = nil, whenFull: WhenFull = .throwError) {
             let high = max(1, highWatermark)
             self.highWatermark = high
-            self.lowWatermark = min(max(0, lowWatermark ?? high / 2), high - 1)
+            self.lowWatermark = min(max(1, lowWatermark ?? high / 2), high)
             self.whenFull = whenFull
         }
     }

@@ -5,9 +5,18 @@ extension LongThread {
     /// `scheduleTask(deadline:)`.
     ///
     /// - Runs on: this thread, in a run-loop pass in one of `modes`, once `deadline` has passed (at
-    ///   once if it has already). Work posted for the same deadline and modes runs in the order it
-    ///   was posted. Deadline work waits in the run loop as a timer, not in the queue: it is not
-    ///   ordered with `perform` work and does not count toward a ``QueueLimit``.
+    ///   the loop's next pass of its timers if it has already).
+    /// - Order: by deadline, whether or not it has passed, as NIO and Android order scheduled
+    ///   work: of two deadlines already passed, the earlier runs first, whatever the order they
+    ///   were posted in. Work posted for the same deadline and modes runs in the order it was
+    ///   posted. Timers of ``perform(after:modes:_:)`` are ordered with it by their deadline (now
+    ///   plus the delay).
+    /// - Against queued work: deadline work waits in the run loop as a timer, not in the queue, and
+    ///   is not ordered with ``perform(modes:label:_:)`` work: a deadline already passed neither
+    ///   overtakes queued work nor waits for all of it. It runs at the loop's next pass of its
+    ///   timers, which the loop makes between batches of queued work: work queued before it, and
+    ///   some queued after it, may run first (about a millisecond of it at most, or the one item
+    ///   running then, however long). It does not count toward a ``QueueLimit``.
     /// - Cancellation: through the returned handle, or its `group`'s ``WorkGroup/cancelAll()``,
     ///   until it starts. A cancel releases the closure at once, and the deadline's timer too
     ///   when no other work waits for the same deadline and modes.
@@ -39,7 +48,8 @@ extension LongThread {
 
     /// Runs `work` on this thread at `deadline` and returns its value.
     ///
-    /// - Order: as ``perform(at:modes:label:group:_:)``.
+    /// - Order: as ``perform(at:modes:label:group:_:)``: by deadline, a deadline already passed
+    ///   included; not ordered with queued work.
     /// - Cancellation: cancelling the awaiting task before the work started skips it and throws
     ///   `CancellationError` at once; its closure goes at once, and the deadline's timer too when
     ///   no other work waits for the same deadline and modes. (Awaited work joins no

@@ -159,6 +159,10 @@ public final class LongThreadTimer: @unchecked Sendable {
 extension LongThread {
     /// Runs `work` on this thread once `delay` has passed, in a run-loop pass in one of `modes`.
     ///
+    /// - Order: by deadline (now plus `delay`) with the thread's other timers and deadline work
+    ///   (``perform(at:modes:label:_:)``); equal deadlines in the order scheduled. A delay below
+    ///   zero is a deadline already passed, ordered as one: `perform(after: .milliseconds(-5))`
+    ///   runs before `perform(after: .zero)` posted earlier, if neither has run yet.
     /// - Returns: the timer, to cancel it. Keeping it is optional: the thread keeps the timer
     ///   until it fires, is cancelled, or the thread stops.
     /// - Behind queued work: it fires when the loop next returns to its run loop, after at most
@@ -218,6 +222,7 @@ extension LongThread {
 
     /// Runs `work` on this thread once `delay` has passed and returns its value.
     ///
+    /// - Order: as ``perform(after:modes:_:)``.
     /// - Cancellation: cancelling the awaiting task before the work started skips it and throws
     ///   `CancellationError` at once.
     /// - After stop: throws ``LongThreadError/stopped``; a stop before the timer fired throws

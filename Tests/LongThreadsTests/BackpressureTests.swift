@@ -1,5 +1,5 @@
 import Foundation
-import LongThreads
+@testable import LongThreads
 import Testing
 
 @Suite("Backpressure: Options.queueLimit")
@@ -15,9 +15,78 @@ struct BackpressureTests {
     func clamping() {
         let limit = LongThread.QueueLimit(highWatermark: 0, lowWatermark: 5)
         #expect(limit.highWatermark == 1)
-        #expect(limit.lowWatermark == 0)
+        #expect(limit.lowWatermark == 1)
         #expect(LongThread.QueueLimit(highWatermark: 100).lowWatermark == 50)
-        #expect(LongThread.QueueLimit(highWatermark: 10, lowWatermark: -3).lowWatermark == 0)
+        #expect(LongThread.QueueLimit(highWatermark: 1).lowWatermark == 1)
+        // Below 1 a queue would never open again (NIO's rule: below the low watermark).
+        #expect(LongThread.QueueLimit(highWatermark: 10, lowWatermark: -3).lowWatermark == 1)
+        #expect(LongThread.QueueLimit(highWatermark: 10, lowWatermark: 0).lowWatermark == 1)
+        // Equal watermarks are allowed, as in NIO: no hysteresis.
+        #expect(LongThread.QueueLimit(highWatermark: 10, lowWatermark: 10).lowWatermark == 10)
+        #expect(LongThread.QueueLimit(highWatermark: 10, lowWatermark: 11).lowWatermark == 10)
+    }
+
+    @Test("as NIO's HighLowWatermark: full from the post that reaches the high watermark until the backlog is below the low one")
+    func watermarkBoundaries() throws {
+        var pressure = Backpressure(.init(highWatermark: 4, lowWatermark: 2))
+        for _ in 0..<3 { try pressure.admit(refusable: true) }
+        #expect(!pressure.isFull)
+        try pressure.admit(refusable: true)
+        #expect(pressure.isFull) // reached, though nothing was refused yet
+        pressure.finished(1) // 3
+        #expect(throws: LongThreadError.queueFull) { try pressure.admit(refusable: true) }
+        pressure.finished(1) // 2: at the low watermark, still full
+        #expect(pressure.isFull)
+        #expect(throws: LongThreadError.queueFull) { try pressure.admit(refusable: true) }
+        pressure.finished(1) // 1: below it, open
+        #expect(!pressure.isFull)
+        try pressure.admit(refusable: true)
+        #expect(pressure.backlog == 2)
+    }
+
+    @Test("the post that reaches the high watermark makes the queue full, before any post is refused")
+    func fullFromTheHighWatermark() throws {
+        let thread = try Self.thread("lt-bp-high", high: 3, low: 1, whenFull: .throwError)
+        defer { thread.stop() }
+        let first = Latch(), second = Latch(), secondRuns = Latch()
+        try thread.occupy(until: first) // backlog 1
+        try thread.perform {
+            secondRuns.countDown()
+            second.wait()
+        } // 2
+        try thread.perform {} // 3: full
+        first.countDown() // the refill publishes the first as finished: 2
+        #expect(secondRuns.wait())
+        #expect(throws: LongThreadError.queueFull) { try thread.perform {} }
+        second.countDown()
+        #expect(waitUntil { (try? thread.perform {}) != nil })
+    }
+
+    @Test("at exactly the low watermark the queue is still full; it opens below it")
+    func opensBelowTheLowWatermark() throws {
+        let thread = try Self.thread("lt-bp-low", high: 4, low: 2, whenFull: .throwError)
+        defer { thread.stop() }
+        let gates = (Latch(), Latch(), Latch())
+        let thirdRuns = Latch(), fourthRuns = Latch()
+        try thread.occupy(until: gates.0) // backlog 1
+        try thread.perform {} // 2
+        try thread.perform {
+            thirdRuns.countDown()
+            gates.1.wait()
+        } // 3
+        gates.0.countDown() // the refill publishes the first as finished (2) and takes the next two
+        #expect(thirdRuns.wait())
+        try thread.perform {
+            fourthRuns.countDown()
+            gates.2.wait()
+        } // 3
+        try thread.perform {} // 4: full
+        #expect(throws: LongThreadError.queueFull) { try thread.perform {} }
+        gates.1.countDown() // the refill publishes two more as finished: 2, the low watermark
+        #expect(fourthRuns.wait())
+        #expect(throws: LongThreadError.queueFull) { try thread.perform {} }
+        gates.2.countDown() // 0
+        #expect(waitUntil { (try? thread.perform {}) != nil })
     }
 
     @Test("at the limit, perform, submit and sync throw .queueFull; after the drain, work is accepted again")

@@ -21,6 +21,46 @@ struct DeadlineTests {
         #expect(ContinuousClock.now >= later)
     }
 
+    @Test("deadlines already passed run in deadline order, not in posting order (as NIO and Android order them)")
+    func pastDeadlinesInDeadlineOrder() throws {
+        let thread = try LongThread(name: "lt-deadline-past")
+        defer { thread.stop() }
+        let gate = Latch()
+        try thread.occupy(until: gate)
+        let log = Recorder<Int>()
+        let now = ContinuousClock.now
+        try thread.perform(at: now - .milliseconds(10)) { log.record(2) }
+        try thread.perform(at: now - .milliseconds(30)) { log.record(0) }
+        try thread.perform(at: now - .milliseconds(20)) { log.record(1) }
+        // Its sibling: a delay below zero is a deadline already passed, ordered as one.
+        try thread.perform(after: .milliseconds(-5)) { log.record(3) }
+        try thread.perform(after: .seconds(-1)) { log.record(-1) }
+        let done = Latch()
+        try thread.perform(at: now + .milliseconds(1)) { done.countDown() }
+        gate.countDown()
+        #expect(done.wait())
+        #expect(log.events == [-1, 0, 1, 2, 3])
+    }
+
+    @Test("run(at:) with deadlines already passed: deadline order too")
+    func runAtPastDeadlinesInDeadlineOrder() async throws {
+        let thread = try LongThread(name: "lt-run-at-past")
+        defer { thread.stop() }
+        let gate = Latch()
+        try thread.occupy(until: gate)
+        let log = Recorder<Int>()
+        let now = ContinuousClock.now
+        var waits: [Task<Void, any Error>] = []
+        for (posted, (value, ago)) in [(2, 10), (0, 30), (1, 20)].enumerated() {
+            waits.append(Task { try await thread.run(at: now - .milliseconds(ago)) { log.record(value) } })
+            // Each waits in the thread's timers before the next is posted: posting order is known.
+            #expect(await eventually { thread.statistics.pendingTimers == posted + 1 })
+        }
+        gate.countDown()
+        for wait in waits { try await wait.value }
+        #expect(log.events == [0, 1, 2])
+    }
+
     @Test("work due in the past runs at once; a deadline item can be cancelled until it runs")
     func pastAndCancel() throws {
         let thread = try LongThread(name: "lt-deadline-cancel")

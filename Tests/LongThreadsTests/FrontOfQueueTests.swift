@@ -4,7 +4,7 @@ import Testing
 
 @Suite("Jumping the queue: performAtFrontOfQueue")
 struct FrontOfQueueTests {
-    @Test("urgent items run before the waiting ones, FIFO among themselves")
+    @Test("urgent items run before the waiting ones, the latest first")
     func jumpsWaitingItems() throws {
         let thread = try LongThread(name: "lt-front")
         defer { thread.stop() }
@@ -16,7 +16,44 @@ struct FrontOfQueueTests {
         try thread.performAtFrontOfQueue { log.record("u2") }
         gate.countDown()
         try thread.perform(waitUntilDone: true) {}
-        #expect(log.events == ["u1", "u2", "a", "b", "c"])
+        #expect(log.events == ["u2", "u1", "a", "b", "c"])
+    }
+
+    @Test("each urgent item goes to the very head: posted 3, 2, 1, 0 behind a blocker, they run 0, 1, 2, 3")
+    func eachGoesToTheHead() throws {
+        let thread = try LongThread(name: "lt-front-head")
+        defer { thread.stop() }
+        let gate = Latch()
+        try thread.occupy(until: gate)
+        let log = Recorder<Int>()
+        try thread.perform { log.record(4) }
+        for value in [3, 2, 1, 0] { try thread.performAtFrontOfQueue { log.record(value) } }
+        gate.countDown()
+        try thread.perform(waitUntilDone: true) {}
+        #expect(log.events == [0, 1, 2, 3, 4])
+    }
+
+    @Test("Android's MessageQueueTest.testAtFrontOfQueue: a front post made by an urgent item overtakes the earlier ones")
+    func androidAtFrontOfQueue() throws {
+        let thread = try LongThread(name: "lt-front-android")
+        defer { thread.stop() }
+        let log = Recorder<Int>()
+        let done = Latch()
+        // Posted from a task on the thread, as Android's test posts from its looper: nothing runs
+        // until all are posted.
+        try thread.perform(waitUntilDone: true) {
+            try! thread.perform(at: .now + .milliseconds(200)) {
+                log.record(3)
+                done.countDown()
+            }
+            try! thread.performAtFrontOfQueue { log.record(2) }
+            try! thread.performAtFrontOfQueue {
+                log.record(0)
+                try! thread.performAtFrontOfQueue { log.record(1) }
+            }
+        }
+        #expect(done.wait())
+        #expect(log.events == [0, 1, 2, 3])
     }
 
     @Test("an urgent item overtakes items the thread already took into its batch")

@@ -4,9 +4,10 @@ import Synchronization
 ///
 /// `backlog` counts items accepted and not yet finished: `admit` adds one per post, the loop
 /// thread subtracts what it finished each time it publishes its counters. The hysteresis flag
-/// `isFull` is set at the high watermark and cleared at the low one; clearing it wakes every
-/// producer waiting for room. Invariant: while `isFull`, `backlog > lowWatermark`, so a waiter
-/// is always woken by a later `finished` (or by a stop).
+/// `isFull` follows NIO's `HighLowWatermark`: set by the admission that brings the backlog to the
+/// high watermark, cleared once the backlog is below the low one; clearing it wakes every
+/// producer waiting for room. Invariant: while `isFull`, `backlog >= lowWatermark >= 1`, so a
+/// waiter is always woken by a later `finished` (or by a stop).
 struct Backpressure {
     let limit: LongThread.QueueLimit
     private(set) var backlog = 0
@@ -14,23 +15,23 @@ struct Backpressure {
     private var waiters: [UInt64: RoomWaiter] = [:]
 
     init(_ limit: LongThread.QueueLimit) {
-        self.limit = limit
+        // Clamped again: the watermarks are settable after `QueueLimit.init` clamped them, and a
+        // low watermark of 0 would never open the queue again.
+        self.limit = .init(highWatermark: limit.highWatermark, lowWatermark: limit.lowWatermark, whenFull: limit.whenFull)
     }
 
     /// Counts one more item, or throws `.queueFull` when the queue is full and `refusable`.
     @inline(__always)
     mutating func admit(refusable: Bool) throws(LongThreadError) {
-        if refusable, isFull || backlog >= limit.highWatermark {
-            isFull = true
-            throw .queueFull
-        }
+        if refusable, isFull { throw .queueFull }
         backlog += 1
+        if backlog >= limit.highWatermark { isFull = true }
     }
 
     /// The loop thread finished `count` items.
     mutating func finished(_ count: Int) {
         backlog = max(0, backlog - count)
-        if isFull, backlog <= limit.lowWatermark {
+        if isFull, backlog < limit.lowWatermark {
             isFull = false
             wakeAll()
         }

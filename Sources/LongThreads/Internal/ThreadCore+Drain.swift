@@ -205,34 +205,37 @@ extension ThreadCore {
         return next <= CLongThreadsShims_monotonicNanoseconds()
     }
 
-    /// Runs the items posted at the front of the queue, in order; returns how many ran. A discarding
-    /// stop that begins meanwhile drops the rest.
+    /// Runs the items posted at the front of the queue, newest first; returns how many ran. One at
+    /// a time: an item posted at the front while one runs (by it, or by another thread) is the new
+    /// head, ahead of the urgent items still waiting. A discarding stop takes those still queued.
     @inline(never)
     private func runUrgentItems() -> Int {
-        var urgent = shared.withLock { state in
-            hints.bitwiseAnd(~Hints.urgent, ordering: .relaxed)
-            return state.queue.takeUrgent()
-        }
         var ran = 0
-        var toTell: [WorkItem] = []
-        defer { Self.tell(toTell) } // once the dropped closures are released
-        for index in urgent.indices {
+        while var entry = takeNewestUrgent() {
+            let postedAt = entry.postedAt
+            let item = entry.take()
             if discardRequested {
-                let item = urgent[index].take()
-                if item.mustBeTold { toTell.append(item) }
                 discardedByLoop += 1
-            } else {
-                let postedAt = urgent[index].postedAt
-                let item = urgent[index].take()
-                if postedAt != 0 || timingItems || isMonitored {
-                    _ = runTimed(item, postedAt: postedAt)
-                } else {
-                    item.run()
-                }
-                ran += 1
+                if item.mustBeTold { Self.tell([item]) }
+                break
             }
+            if postedAt != 0 || timingItems || isMonitored {
+                _ = runTimed(item, postedAt: postedAt)
+            } else {
+                item.run()
+            }
+            ran += 1
         }
         return ran
+    }
+
+    /// The head of the queue, clearing the urgent hint when it was the last urgent entry.
+    private func takeNewestUrgent() -> QueueEntry? {
+        shared.withLock { state in
+            let entry = state.queue.takeNewestUrgent()
+            if state.queue.urgent.isEmpty { hints.bitwiseAnd(~Hints.urgent, ordering: .relaxed) }
+            return entry
+        }
     }
 
     /// Runs one item that someone times: a stall monitor (the item is a callout of its own, with

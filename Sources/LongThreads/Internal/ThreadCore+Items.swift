@@ -13,8 +13,11 @@ extension LongThreadTimer: LoopAttachment {}
 /// Each is added under the thread's lock while it accepts work, so nothing is ever added to the
 /// loop of a thread that has exited (that forms a retain cycle in CF and leaks the loop).
 extension ThreadCore {
+    /// Any thread: adds `timer` to the schedule for `delay` from now. A delay below zero is a
+    /// deadline already passed, kept as such: timers fire in deadline order, and one whose deadline
+    /// passed longer ago goes first (`perform(at:)` with past instants, as NIO and Android order them).
     func schedule(_ timer: LongThreadTimer, after delay: Duration, modes: [RunLoop.Mode]) throws(LongThreadError) {
-        let deadline = CLongThreadsShims_monotonicNanoseconds() &+ UInt64(delay.clampedNanoseconds)
+        let deadline = Self.monotonicDeadline(after: delay)
         let ringsPark = try shared.withLock { (state: inout SharedState) throws(LongThreadError) -> Bool in
             guard state.lifecycle.acceptsWork, let engine = state.engine else { throw LongThreadError.stopped }
             let mask = try state.mask(for: modes)
@@ -28,6 +31,15 @@ extension ThreadCore {
             return state.queue.unpark()
         }
         if ringsPark { parkBell.ring() }
+    }
+
+    /// Monotonic nanoseconds (`CLongThreadsShims_monotonicNanoseconds`) `delay` from now, earlier
+    /// than now for a negative delay (never below 0).
+    static func monotonicDeadline(after delay: Duration) -> UInt64 {
+        let now = CLongThreadsShims_monotonicNanoseconds()
+        guard delay < .zero else { return now &+ UInt64(delay.clampedNanoseconds) }
+        let past = UInt64((.zero - delay).clampedNanoseconds)
+        return now > past ? now - past : 0
     }
 
     /// Under the lock: arms the engine's CF timer for the earliest pending deadline, unless it is

@@ -5,7 +5,7 @@
 /// they wait in a binary heap (each timer knows its slot, so a cancel is O(log n) too), and the
 /// thread's engine arms one CF timer for the earliest deadline.
 ///
-/// A deadline that passed moves its timer to `due`, in the order they fell due, until a pass of
+/// A deadline that passed moves its timer to `due`, in deadline order, until a pass of
 /// the loop in one of its modes runs it: while the loop runs another mode (a nested tracking run),
 /// a timer of the default mode waits, as a CF timer in that mode would. `due` is a queue with a
 /// head, and a timer taken or cancelled out of order leaves a hole, so that a hundred thousand
@@ -75,14 +75,11 @@ struct TimerSchedule {
     /// Moves every timer whose deadline is at or before `now` from the heap to `due`.
     mutating func moveDue(upTo now: UInt64) {
         while let first = pending.first, first.deadline <= now {
-            let entry = popFirst()
-            entry.timer.scheduleSlot = Self.dueSlotBase - due.count
-            due.append(entry)
-            dueCount += 1
+            insertDue(popFirst())
         }
     }
 
-    /// Takes the due timer that fell due first among those that may run in a mode of `mask`.
+    /// Takes the due timer with the earliest deadline among those that may run in a mode of `mask`.
     mutating func takeDue(eligibleIn mask: ModeTable.Mask) -> Entry? {
         guard dueCount > 0, let index = due[dueHead...].firstIndex(where: { $0.map { $0.modes & mask != 0 } ?? false })
         else { return nil }
@@ -108,6 +105,19 @@ struct TimerSchedule {
     }
 
     // MARK: - Due queue
+
+    /// Puts `entry` in `due` by deadline: at the end (the heap hands timers over in deadline
+    /// order), unless due timers wait for a mode with later deadlines than this one, which was
+    /// scheduled for an instant already passed meanwhile; it then goes before them.
+    private mutating func insertDue(_ entry: Entry) {
+        var index = due.count
+        while index > dueHead, due[index - 1].map({ Self.precedes(entry, $0) }) ?? true { index -= 1 }
+        // Holes just before the end need not be walked over: the entry goes after them.
+        while index < due.count, due[index] == nil { index += 1 }
+        due.insert(entry, at: index)
+        dueCount += 1
+        for slot in index..<due.count { due[slot]?.timer.scheduleSlot = Self.dueSlotBase - slot }
+    }
 
     /// Empties slot `index` of `due`; returns what it held. Advances the head past holes, and
     /// compacts once the holes outnumber the timers.

@@ -7,8 +7,9 @@
 /// parked for a caller's next request (`ThreadCore.park`) is woken by ringing its park bell instead.
 struct WorkQueue {
     private(set) var entries: [QueueEntry] = []
-    /// Entries posted at the front of the queue (`performAtFrontOfQueue`), FIFO among themselves:
-    /// the loop takes them before the next item of its batch.
+    /// Entries posted at the front of the queue (`performAtFrontOfQueue`), oldest first. Each post
+    /// goes to the very head of the queue, so the loop takes the newest first, one at a time
+    /// (`takeNewestUrgent`), before the next item of its batch.
     private(set) var urgent: [QueueEntry] = []
     /// True while the loop thread is draining and will look at `entries` again before it sleeps.
     private(set) var consumerActive = false
@@ -44,10 +45,9 @@ struct WorkQueue {
         return mustWake
     }
 
-    /// Loop thread: takes the urgent entries, in order.
-    mutating func takeUrgent() -> [QueueEntry] {
-        defer { urgent = [] }
-        return urgent
+    /// Loop thread: takes the head of the queue, the urgent entry posted last.
+    mutating func takeNewestUrgent() -> QueueEntry? {
+        urgent.popLast()
     }
 
     /// Loop thread: moves every entry to the end of `batch`. Returns false when there was nothing,
@@ -64,8 +64,8 @@ struct WorkQueue {
         consumerActive = true
         entriesToTell = 0
         if !urgent.isEmpty {
-            // Rare: urgent entries the loop did not pick up between two items go first.
-            batch.append(contentsOf: urgent)
+            // Rare: urgent entries the loop did not pick up between two items go first, newest first.
+            batch.append(contentsOf: urgent.reversed())
             urgent.removeAll()
         }
         if batch.isEmpty {
@@ -99,6 +99,6 @@ struct WorkQueue {
             entriesToTell = 0
         }
         // Without urgent entries (nearly always) the array is handed over as is: no copy.
-        return (urgent.isEmpty ? entries : urgent + entries, entriesToTell > 0)
+        return (urgent.isEmpty ? entries : urgent.reversed() + entries, entriesToTell > 0)
     }
 }
