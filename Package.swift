@@ -14,6 +14,7 @@ let package = Package(
         .executable(name: "longthread-demo", targets: ["LongThreadDemo"]),
         .executable(name: "longthread-daemon", targets: ["LongThreadDaemon"]),
         .executable(name: "longthread-stress", targets: ["LongThreadStress"]),
+        .executable(name: "longthread-sqlite", targets: ["LongThreadSQLite"]),
     ],
     dependencies: [
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.6.0"),
@@ -70,6 +71,15 @@ let package = Package(
             ],
             path: "Examples/Daemon/Sources"
         ),
+        .systemLibrary(name: "CSQLite", path: "Examples/SQLite/CSQLite", providers: [.apt(["libsqlite3-dev"])]),
+        .target(
+            name: "SQLiteExample",
+            dependencies: [
+                "LongThreads", "LongThreadsServiceLifecycle", "CSQLite", "ExampleSupport",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            path: "Examples/SQLite/Sources"
+        ),
 
         // MARK: - Executables
         .executableTarget(
@@ -80,6 +90,15 @@ let package = Package(
             swiftSettings: [.unsafeFlags(["-warnings-as-errors"])]
         ),
         .executableTarget(name: "LongThreadDaemon", dependencies: ["DaemonExample"], path: "Examples/Daemon/Main"),
+        .executableTarget(
+            name: "LongThreadSQLite",
+            dependencies: [
+                "SQLiteExample", "LongThreads",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            path: "Examples/SQLite/Main"
+        ),
         .executableTarget(
             name: "LongThreadStress",
             dependencies: [
@@ -117,7 +136,10 @@ let package = Package(
         .testTarget(
             name: "ExamplesTests",
             dependencies: [
-                "AFNetworkingExample", "WeexExample", "DaemonExample", "ExampleSupport", "LongThreadsTestSupport",
+                "AFNetworkingExample", "WeexExample", "DaemonExample", "SQLiteExample", "ExampleSupport",
+                "LongThreadsTestSupport",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             path: "Tests/ExamplesTests"
         ),

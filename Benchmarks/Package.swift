@@ -12,6 +12,7 @@ let package = Package(
     products: [
         .executable(name: "longthread-bench", targets: ["LongThreadBench"]),
         .executable(name: "longthread-postcost", targets: ["LongThreadPostCost"]),
+        .executable(name: "sqlite-bench", targets: ["SQLiteBench"]),
     ],
     dependencies: [
         .package(path: "../"),
@@ -41,6 +42,14 @@ let package = Package(
             name: "LongThreadPostCost",
             dependencies: [.product(name: "LongThreads", package: libraryIdentity)],
             path: "Sources/LongThreadPostCost"
+        ),
+        // The SQLite example's workload through a LongThread-bound value, an actor and a serial
+        // queue (see README, "SQLite"). libsqlite3-dev, as for the example.
+        .systemLibrary(name: "CSQLiteBench", path: "Sources/CSQLiteBench", providers: [.apt(["libsqlite3-dev"])]),
+        .executableTarget(
+            name: "SQLiteBench",
+            dependencies: ["CSQLiteBench", .product(name: "LongThreads", package: libraryIdentity)],
+            path: "Sources/SQLiteBench"
         ),
         // The harness's own checks (`swift test` here; the library's CI does not build the benchmark).
         .testTarget(

@@ -6,8 +6,9 @@
 set -euo pipefail
 
 # libbsd-dev: pidfile(3), setproctitle(3) for the daemon example. libsystemd-dev: sd_notify(3) for
-# the daemon example. valgrind: the instruction-count checks of the benchmarks (optional here).
-packages=(libbsd-dev libsystemd-dev)
+# the daemon example. libsqlite3-dev: the SQLite example (a C library confined to one thread).
+# valgrind: the instruction-count checks of the benchmarks (optional here).
+packages=(libbsd-dev libsystemd-dev libsqlite3-dev)
 
 missing=()
 for package in "${packages[@]}"; do

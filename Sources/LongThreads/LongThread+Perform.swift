@@ -90,7 +90,7 @@ extension LongThread {
     }
 
     @inline(__always)
-    private func perform(
+    func perform(
         waitUntilDone: Bool,
         modes: [RunLoop.Mode]?,
         label: String?,
@@ -245,7 +245,7 @@ extension LongThread {
         try await run(modes: nil, label: label, work)
     }
 
-    private func run<T: Sendable>(
+    func run<T: Sendable>(
         modes: [RunLoop.Mode]?,
         label: String?,
         _ work: @escaping @Sendable () throws -> T

@@ -39,6 +39,10 @@ public enum LongThreadError: Error, Equatable, Sendable, CustomStringConvertible
     case timedOut
     /// The thread's ``LongThread/Options/setUp`` threw this error; the thread has ended.
     case setUpFailed(any Error)
+    /// A ``ThreadBound`` value was reached while a body for it was running on its thread: from
+    /// inside that body (its `inout` access would overlap), or from a run of the thread's loop
+    /// that the body started. Nothing ran.
+    case reentrantAccess
 
     /// A sentence naming what happened, for logs.
     public var description: String {
@@ -52,6 +56,8 @@ public enum LongThreadError: Error, Equatable, Sendable, CustomStringConvertible
         case .cancelled: "LongThread: the work was cancelled before it started"
         case .timedOut: "LongThread: the wait for the work timed out"
         case .setUpFailed(let error): "LongThread: the thread's setUp threw \(error)"
+        case .reentrantAccess:
+            "LongThread: a thread-bound value was reached from inside a body that was using it"
         case .invalidMode(let mode):
             "LongThread: run-loop mode \(String(reflecting: mode.rawValue)) cannot be used here "
                 + "(a mode name may not contain NUL, and .common is a set of modes, not one to run or add)"
@@ -64,7 +70,7 @@ public enum LongThreadError: Error, Equatable, Sendable, CustomStringConvertible
     public static func == (lhs: LongThreadError, rhs: LongThreadError) -> Bool {
         switch (lhs, rhs) {
         case (.stopped, .stopped), (.discarded, .discarded), (.noModes, .noModes), (.queueFull, .queueFull),
-             (.cancelled, .cancelled), (.timedOut, .timedOut):
+             (.cancelled, .cancelled), (.timedOut, .timedOut), (.reentrantAccess, .reentrantAccess):
             true
         case (.cannotStart(let a), .cannotStart(let b)): a == b
         case (.tooManyModes(let a), .tooManyModes(let b)): a == b

@@ -27,19 +27,32 @@ import ServiceLifecycle
 ///    too, so the group learns that the service is gone and applies its
 ///    `successTerminationBehavior` (by default: shut the group down).
 ///
-/// ## Per-thread setup and teardown
-/// Give the thread `LongThread.Options.setUp` and `tearDown` (through
-/// `init(name:options:)`, or to the `LongThread` you wrap): `setUp` runs on the thread before
-/// any work, and on a graceful shutdown the thread drains its accepted work, then runs
-/// `tearDown` on the thread, before `run()` returns. A cancellation (`.discard`) runs it too,
-/// after the item running at that moment.
+/// ## Order in the group
+/// List the service **before** the services that post to its thread: a `ServiceGroup` shuts its
+/// services down in reverse order, so those stop posting first, and then the thread drains what it
+/// accepted. Listed after them, the thread stops first and their later posts throw
+/// `LongThreadError.stopped`.
+///
+/// ## What the thread owns
+/// Keep what must live on the thread (a C library's handle that is not thread-safe) in a
+/// `ThreadBound`: made on the thread, reached through it, and destroyed on it when the thread
+/// ends, after the drain and before `tearDown`. Hand the bound value to the services that use it.
 ///
 /// ```swift
-/// let db = try LongThreadService(name: "db", options: .init(
-///     setUp: { try Database.open() },      // on the thread, before any work
-///     tearDown: { Database.close() }       // on the thread, after the last item
-/// ))
+/// let thread = try LongThread(name: "db")
+/// let db = try await ThreadBound(on: thread) { try Connection(path: path) }   // opened on "db"
+/// let group = ServiceGroup(
+///     services: [LongThreadService(thread), HTTPServer(db: db)],   // the thread first
+///     gracefulShutdownSignals: [.sigterm],
+///     logger: logger
+/// )
+/// try await group.run()   // SIGTERM: the server stops, "db" drains, the connection closes on "db"
 /// ```
+///
+/// `LongThread.Options.setUp` and `tearDown` run on the thread too (through
+/// `init(name:options:)`, or on the `LongThread` you wrap): `setUp` before any work, `tearDown`
+/// after the drain (or, on cancellation, after the item running at that moment) and after the
+/// thread's bound values were destroyed, before `run()` returns.
 ///
 /// - Threading: `run()` is callable from any task; the shutdown and cancellation handlers never
 ///   block (a waiting `stop()` would hold a cooperative thread until the drain ends), and the wait

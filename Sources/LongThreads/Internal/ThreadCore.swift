@@ -85,6 +85,8 @@ final class ThreadCore: @unchecked Sendable {
     /// When the last linger that found no work began (0: none pending): the next stamped post
     /// tells how late the caller came back (`linger`).
     @exclusivity(unchecked) var lingerMissedAt: UInt64 = 0
+    /// The `ThreadBound` values alive on this thread, destroyed before `tearDown` (`BoundStorage`).
+    var boundValues = BoundValues()
     /// When the first callout settles the thread in (monotonic ns; `settleIn`); `.max` once done.
     @exclusivity(unchecked) var settleInAt: UInt64 = .max
     /// What a parked loop thread sleeps on (`park`): rung by the producer or stopper that finds it
@@ -216,8 +218,12 @@ final class ThreadCore: @unchecked Sendable {
             handshake.loopCPU = CLongThreadsShims_currentCPU()
             handshake.ready.signal()
             runUntilStopped(engine)
-            // After the last item, before the loop is torn down, however the stop came.
+            // After the last item, before the loop is torn down, however the stop came: the
+            // thread's bound values first, so that tearDown may close what they used.
+            destroyBoundValues()
             options.tearDown?()
+        } else {
+            destroyBoundValues() // bound by setUp before it threw
         }
         finishExit(engine)
         self.engine = nil

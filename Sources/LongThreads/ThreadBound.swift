@@ -1,0 +1,255 @@
+import Foundation
+
+/// A value that lives on one ``LongThread``: made there, used only there, destroyed there.
+///
+/// The answer to a C library that is not thread-safe (a SQLite connection opened with
+/// `SQLITE_OPEN_NOMUTEX`, a script engine, a GL context), and to any state one thread must own:
+/// the value itself never leaves its thread, while the `ThreadBound` handle is `Sendable` and can
+/// be held and passed anywhere (a global, an actor, a `Service`, a child task), without
+/// `@unchecked Sendable` in your code. Chromium calls it `base::SequenceBound<T>`; SwiftNIO's
+/// `NIOLoopBound` checks the thread at each access, where this type makes the wrong thread
+/// impossible.
+///
+/// ```swift
+/// let thread = try LongThread(name: "db")
+/// let db = try await ThreadBound(on: thread) { try Database(path: path) }   // opened on "db"
+/// try await db.run { try $0.insert(key, value) }                            // runs on "db"
+/// let count = try db.sync { try $0.count() }                                // from blocking code
+/// try db.perform { $0.vacuum() }                                            // fire and forget
+/// ```
+///
+/// ## Threading contract
+/// - Made on the thread: `init` runs `make` there and returns once it has (its error is thrown to
+///   the caller). `Value` need not be `Sendable`; it may be `~Copyable` (a struct whose `deinit`
+///   closes a handle).
+/// - Used on the thread: ``run(label:_:)``, ``sync(label:_:)`` and ``perform(label:_:)`` hand
+///   the value `inout` to a closure that runs on the thread, in the thread's order, like the
+///   thread's own `run`, `sync` and `perform`. The closures of `run` and `perform` are
+///   `@Sendable` and `run`'s result is `Sendable`, `sync`'s closure and result are `sending`:
+///   the compiler refuses a closure that would take the value (or a part of it that is not
+///   `Sendable`) off the thread.
+/// - Destroyed on the thread: when the last handle is released (on any thread) and no
+///   ``perform(label:_:)`` body for it is waiting, the value is destroyed on the thread, before
+///   the next waiting item. When the thread ends, however it ends (``LongThread/stop(waitUntilDone:pending:)``
+///   draining or discarding, its owner gone, its last handle released, a `LongThreadService`
+///   shutting down), every value still bound to it is destroyed on the thread after its last item
+///   and before ``LongThread/Options/tearDown`` runs, the newest first. A value is never
+///   destroyed on another thread.
+/// - A handle does not keep its thread running: ending the thread ends its values, and every
+///   access afterwards (or once a stop has begun) throws ``LongThreadError/stopped``.
+/// - Several values may be bound to one thread; each body has its value to itself.
+///
+/// ## Rules
+/// - Reentrancy: a body must not reach its own value again. On the thread, while a body for this
+///   value runs, `sync` and `run` on it throw ``LongThreadError/reentrantAccess`` (where an
+///   `inout` access would overlap the one in progress). A body that runs the thread's loop nested
+///   (``LongThread/runNested(in:until:while:)``) lets other work in: a ``perform(label:_:)`` body
+///   for the same value then waits until the running body returns, and `run`/`sync` callers get
+///   ``LongThreadError/reentrantAccess``.
+/// - Blocking: ``sync(label:_:)`` blocks its caller like ``LongThread/sync(label:_:)`` (not from
+///   async code); called on the thread itself (from a body of another value), it runs inline.
+///
+/// Where an actor is enough (serialized state, no thread affinity), prefer the actor: it costs no
+/// thread. See <doc:ThreadBoundValues>.
+public final class ThreadBound<Value: ~Copyable>: Sendable {
+    let storage: BoundStorage<Value>
+
+    /// Makes the value on `thread` and binds it there, suspending the calling task meanwhile.
+    ///
+    /// - Runs on: `thread`, in the default mode, in order behind the work already queued.
+    /// - Parameters:
+    ///   - thread: The thread the value lives on.
+    ///   - label: Names the making in stall reports (``StallMonitor``).
+    ///   - make: Makes the value, on `thread`.
+    /// - Throws: what `make` throws (nothing is bound then), `CancellationError` if the task is
+    ///   cancelled before `make` started, or a ``LongThreadError`` (``LongThreadError/stopped``
+    ///   once a stop has begun).
+    /// - Callable from: any task or actor, and from the thread itself (`make` then runs inline).
+    public init(
+        on thread: LongThread,
+        label: String? = nil,
+        _ make: @escaping @Sendable () throws -> Value
+    ) async throws {
+        let core = thread.core
+        storage = try await thread.run(modes: nil, label: label) { try BoundStorage.make(on: core, make) }
+    }
+
+    /// Makes the value on `thread` and binds it there, blocking the caller meanwhile.
+    ///
+    /// - Runs on: `thread`, in the default mode, in order behind the work already queued; called on
+    ///   `thread` itself, at once.
+    /// - Parameters:
+    ///   - thread: The thread the value lives on.
+    ///   - label: Names the making in stall reports (``StallMonitor``).
+    ///   - make: Makes the value, on `thread`. `sending`: it may use what the caller owns and
+    ///     gives up.
+    /// - Throws: what `make` throws (nothing is bound then), or a ``LongThreadError``.
+    /// - Callable from: any thread; not from async code (use the `async` initializer there).
+    @available(*, noasync, message: "blocks a cooperative thread: use 'try await ThreadBound(on:) { ... }'")
+    public init(
+        on thread: LongThread,
+        label: String? = nil,
+        _ make: sending () throws -> Value
+    ) throws {
+        let core = thread.core
+        storage = try thread.sync(modes: nil, label: label) { try BoundStorage.make(on: core, make) }
+    }
+
+    /// Releases the value: destroyed on its thread once no ``perform(label:_:)`` body for it waits.
+    deinit {
+        storage.release()
+    }
+
+    /// Whether the caller runs on the value's thread.
+    public var isCurrent: Bool { storage.core.isCurrent }
+
+    /// The value's thread; `.stopped` once the thread's last handle is gone (it is then ending, and
+    /// the value with it). A stop that has begun is found by the post itself.
+    private var thread: LongThread {
+        get throws(LongThreadError) {
+            guard let thread = storage.core.handle else { throw .stopped }
+            return thread
+        }
+    }
+}
+
+// MARK: - Access
+
+extension ThreadBound where Value: ~Copyable {
+    /// Runs `body` on the value's thread with the value, and returns its result; the calling task
+    /// suspends meanwhile.
+    ///
+    /// - Runs on: the value's thread, in a run-loop pass in one of `modes`, in order (as
+    ///   ``LongThread/run(modes:label:_:)``). Called on the thread itself: inline.
+    /// - Cancellation: a task cancelled before `body` started skips it (`CancellationError`).
+    /// - Parameters:
+    ///   - modes: The run-loop modes `body` may run in.
+    ///   - label: Names the work in stall reports (``StallMonitor``).
+    ///   - body: Gets the value `inout`.
+    /// - Returns: What `body` returns.
+    /// - Throws: What `body` throws, `CancellationError`, ``LongThreadError/stopped`` once the
+    ///   thread stops, ``LongThreadError/reentrantAccess`` (see the type's rules).
+    /// - Callable from: any task or actor.
+    public func run<R: Sendable>(
+        modes: [RunLoop.Mode],
+        label: String? = nil,
+        _ body: @escaping @Sendable (inout Value) throws -> R
+    ) async throws -> R {
+        try await run(modes: Optional(modes), label: label, body)
+    }
+
+    /// ``run(modes:label:_:)`` in the default mode.
+    ///
+    /// - Parameters:
+    ///   - label: Names the work in stall reports (``StallMonitor``).
+    ///   - body: Gets the value `inout`.
+    /// - Returns: What `body` returns.
+    /// - Throws: As ``run(modes:label:_:)``.
+    public func run<R: Sendable>(label: String? = nil, _ body: @escaping @Sendable (inout Value) throws -> R) async throws -> R {
+        try await run(modes: nil, label: label, body)
+    }
+
+    private func run<R: Sendable>(
+        modes: [RunLoop.Mode]?,
+        label: String?,
+        _ body: @escaping @Sendable (inout Value) throws -> R
+    ) async throws -> R {
+        let storage = storage
+        return try await thread.run(modes: modes, label: label) { try storage.access(body) }
+    }
+
+    /// Runs `body` on the value's thread with the value and returns its result, blocking the
+    /// caller meanwhile.
+    ///
+    /// - Runs on: the value's thread, in a run-loop pass in one of `modes`, in order (as
+    ///   ``LongThread/sync(modes:label:_:)``). Called on the thread itself (from a body of another
+    ///   value, a timer, a task): inline.
+    /// - Parameters:
+    ///   - modes: The run-loop modes `body` may run in.
+    ///   - label: Names the work in stall reports (``StallMonitor``).
+    ///   - body: Gets the value `inout`. `sending`, as its result: it may use what the caller owns,
+    ///     and return what it made, but not hand the value itself back.
+    /// - Returns: What `body` returns.
+    /// - Throws: What `body` throws, ``LongThreadError/stopped`` once the thread stops,
+    ///   ``LongThreadError/discarded`` if a discarding stop drops it,
+    ///   ``LongThreadError/reentrantAccess`` (see the type's rules).
+    /// - Callable from: any thread; not from async code (use ``run(modes:label:_:)``).
+    @available(*, noasync, message: "blocks a cooperative thread: use 'try await value.run { ... }'")
+    public func sync<R>(
+        modes: [RunLoop.Mode],
+        label: String? = nil,
+        _ body: sending (inout Value) throws -> sending R
+    ) throws -> sending R {
+        try sync(modes: Optional(modes), label: label, body)
+    }
+
+    /// ``sync(modes:label:_:)`` in the default mode.
+    ///
+    /// - Parameters:
+    ///   - label: Names the work in stall reports (``StallMonitor``).
+    ///   - body: Gets the value `inout`.
+    /// - Returns: What `body` returns.
+    /// - Throws: As ``sync(modes:label:_:)``.
+    @available(*, noasync, message: "blocks a cooperative thread: use 'try await value.run { ... }'")
+    public func sync<R>(label: String? = nil, _ body: sending (inout Value) throws -> sending R) throws -> sending R {
+        try sync(modes: nil, label: label, body)
+    }
+
+    private func sync<R>(
+        modes: [RunLoop.Mode]?,
+        label: String?,
+        _ body: sending (inout Value) throws -> sending R
+    ) throws -> sending R {
+        let storage = storage
+        return try thread.sync(modes: modes, label: label) { try storage.access(body) }
+    }
+
+    /// Queues `body` to run on the value's thread with the value, and returns at once.
+    ///
+    /// - Runs on: the value's thread, in a run-loop pass in one of `modes`, in order (as
+    ///   ``LongThread/perform(modes:label:_:)``); called on the thread, queued too.
+    /// - Lifetime: a queued body keeps the value alive: releasing the last handle meanwhile
+    ///   destroys the value only after it ran. A stop that discards drops it unrun.
+    /// - Parameters:
+    ///   - modes: The run-loop modes `body` may run in.
+    ///   - label: Names the work in stall reports (``StallMonitor``).
+    ///   - body: Gets the value `inout`.
+    /// - Throws: ``LongThreadError/stopped`` once the thread stops, and what
+    ///   ``LongThread/perform(modes:label:_:)`` throws.
+    /// - Callable from: any thread, task or actor.
+    public func perform(
+        modes: [RunLoop.Mode],
+        label: String? = nil,
+        _ body: @escaping @Sendable (inout Value) -> Void
+    ) throws(LongThreadError) {
+        try perform(modes: Optional(modes), label: label, body)
+    }
+
+    /// ``perform(modes:label:_:)`` in the default mode.
+    ///
+    /// - Parameters:
+    ///   - label: Names the work in stall reports (``StallMonitor``).
+    ///   - body: Gets the value `inout`.
+    /// - Throws: As ``perform(modes:label:_:)``.
+    public func perform(label: String? = nil, _ body: @escaping @Sendable (inout Value) -> Void) throws(LongThreadError) {
+        try perform(modes: nil, label: label, body)
+    }
+
+    private func perform(
+        modes: [RunLoop.Mode]?,
+        label: String?,
+        _ body: @escaping @Sendable (inout Value) -> Void
+    ) throws(LongThreadError) {
+        let storage = storage
+        let thread = try thread
+        // The queued body holds the value as a handle would, so that a release meanwhile cannot
+        // destroy the value before the body ran.
+        storage.retain()
+        do {
+            try thread.perform(waitUntilDone: false, modes: modes, label: label) { storage.performQueued(body) }
+        } catch {
+            storage.release()
+            throw error
+        }
+    }
+}
