@@ -10,7 +10,11 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <sys/eventfd.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -90,6 +94,51 @@ int bench_pin_self(int cpu) { return bench_pin_tid(0, cpu); }
 int bench_unpin_tid(pid_t tid) {
     pthread_once(&initial_mask_once, read_initial_mask);
     return sched_setaffinity(tid, sizeof initial_mask, &initial_mask) == 0 ? 0 : errno;
+}
+
+// MARK: the whole cost
+
+uint64_t bench_compute(uint64_t iterations) {
+    uint64_t value = iterations;
+    for (uint64_t i = 0; i < iterations; i++) {
+        value = value * 6364136223846793005ULL + 1442695040888963407ULL;
+        __asm__ volatile("" : "+r"(value));  // one step per iteration: no closed form, no vectorizing
+    }
+    return value;
+}
+
+long bench_swap_timer_slack(unsigned long nanoseconds) {
+    long previous = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+    if (previous < 0 || prctl(PR_SET_TIMERSLACK, nanoseconds, 0, 0, 0) != 0) return -1;
+    return previous;
+}
+
+uint64_t *bench_shared_counter(void) {
+    void *page = mmap(NULL, sizeof(uint64_t), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (page == MAP_FAILED) return NULL;
+    *(uint64_t *)page = 0;
+    return page;
+}
+
+pid_t bench_spawn_spinner(uint64_t *counter) {
+    pid_t pid = fork();
+    if (pid != 0) return pid;
+    // The child: C only, no allocation, no lock; dies with its parent as well.
+    prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+    for (;;) {
+        (void)bench_compute(1000);  // its asm barrier keeps every step
+        __atomic_fetch_add(counter, 1000, __ATOMIC_RELAXED);
+    }
+}
+
+uint64_t bench_load_counter(const uint64_t *counter) {
+    return __atomic_load_n(counter, __ATOMIC_RELAXED);
+}
+
+int bench_kill_spinner(pid_t pid) {
+    if (kill(pid, SIGKILL) != 0) return -1;
+    int status;
+    return waitpid(pid, &status, 0) == pid ? 0 : -1;
 }
 
 // MARK: memory

@@ -19,11 +19,12 @@ func sectionRuns(_ section: String) -> Bool {
 }
 if command.list {
     print("contenders: " + contenders.map { $0.name }.joined(separator: ", "))
-    print("figures: " + Set(Figures.all(Settings()).map(\.key) + sections).sorted().joined(separator: ", "))
+    let keys = Figures.all(Settings()).map(\.key) + WholeCost.keys + sections
+    print("figures: " + Set(keys).sorted().joined(separator: ", "))
     exit(0)
 }
 let settings = command.settings
-let allFigures = Figures.all(settings)
+let allFigures = Figures.all(settings) + WholeCost.figures(settings) + [QuotaPass.figure]
 
 // --only: each name selects contenders and/or figures; LongThread stays, every ratio needs it.
 func selected<T>(_ items: [T], _ name: (T) -> String) -> [T] {
@@ -42,6 +43,10 @@ if !chosenContenders.contains(where: { $0 == LongThreadContender.self }) {
 // `--only scaling` (or propagation) alone runs that table and no contender figure.
 let onlySections = !settings.only.isEmpty && settings.only.allSatisfy { name in sections.contains { $0.contains(name) } }
 let chosenFigures = onlySections ? [] : selected(allFigures) { $0.key }
+// The whole-cost figures (issue 29) have a table of their own; the quota pass runs in its group.
+let mainFigures = chosenFigures.filter { !WholeCost.keys.contains($0.key) }
+let wholeCostFigures = chosenFigures.filter { WholeCost.keys.contains($0.key) && $0.key != QuotaPass.figure.key }
+let runsQuota = chosenFigures.contains { $0.key == QuotaPass.figure.key }
 
 // The allocation figure is only as good as the counter: check that a library's malloc (here the
 // Swift runtime's, allocating a string) goes through this executable's counting malloc.
@@ -52,13 +57,18 @@ bench_alloc_counting(0)
 precondition(bench_alloc_count() > countedBefore && probe != nil, "the malloc counter is not interposed")
 
 let machine = Machine.description(hogs: settings.hogs)
+let loadAtStart = Machine.loadOneMinute()
 machine.forEach { Runner.progress($0) }
 Hogs.start(settings.hogs)
-let results = Runner.run(chosenFigures, chosenContenders, settings)
+let results = Runner.run(mainFigures, chosenContenders, settings)
+let wholeCost = Runner.run(wholeCostFigures, chosenContenders, settings)
+let quota = runsQuota ? QuotaPass.run(chosenContenders, settings) : nil
 let scaling = sectionRuns("scaling") ? Scaling.run(settings) : []
 if sectionRuns("propagation") { Runner.progress("context propagation") }
 let propagation = sectionRuns("propagation") ? [Propagation.run(settings)] : []
 let loadAtEnd = Machine.loadAverage()
+let loadOneMinuteAtEnd = Machine.loadOneMinute()
+let busiestAtEnd = Machine.busiestProcesses()
 Hogs.stop()
 
 var report = ""
@@ -66,6 +76,8 @@ var report = ""
 let condition = settings.hogs == 0 ? "idle (no hogs)" : "\(settings.hogs) CPU hogs"
 emit("## longthread-bench, \(condition)\(settings.quick ? " (--quick)" : "")\n")
 emit(machine.map { "- \($0)" }.joined(separator: "\n"))
+// RESULTS.md gives the machine in its conditions: the rest of the report follows them.
+let machineLines = report.count
 emit("- Repetitions: \(settings.repetitions) per figure, interleaved in a new random order each (seeded), a fresh worker each; "
       + "async: \(settings.asyncItems.formatted) no-op closures per run; round trips: "
       + "\(settings.roundTrips.formatted) per repetition in \(settings.roundTripBatches) turns per contender, "
@@ -81,6 +93,11 @@ let bars = Report.bars(results, hogs: settings.hogs)
 if !bars.isEmpty {
     emit("### Bars of issues 7 and 12\n")
     emit(bars.joined(separator: "\n"))
+}
+if !wholeCost.isEmpty || quota != nil {
+    emit(WholeCost.preamble(settings))
+    emit(WholeCostReport.table(wholeCost + (quota?.results ?? []), chosenContenders))
+    if let quota { emit("\nQuota pass: \(quota.note)") }
 }
 if !scaling.isEmpty {
     emit("\n### Cost as work grows (LongThread alone)\n")
@@ -98,4 +115,14 @@ if let path = settings.outputPath {
     }
     fputs(report, file)
     fclose(file)
+}
+if let path = Results.destination(settings) {
+    let title = "## \(condition)\(settings.quick ? " (--quick)" : "")\n\n"
+    let document = Results.document(report: title + String(report.dropFirst(machineLines)), settings: settings, machine: machine, loadAtEnd: loadAtEnd,
+                                    busiestAtEnd: busiestAtEnd, loadOneMinute: (loadAtStart, loadOneMinuteAtEnd))
+    if let failure = Results.write(document, to: path) {
+        printToStandardError("longthread-bench: \(failure)")
+        exit(1)
+    }
+    Runner.progress("results written to \(path)")
 }

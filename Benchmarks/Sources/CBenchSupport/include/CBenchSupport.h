@@ -40,6 +40,27 @@ int bench_epoll_create(void);
 int bench_epoll_add_readable(int epfd, int fd);
 int bench_epoll_wait(int epfd, int32_t *fds, int capacity, int timeoutMs);
 
+// MARK: the whole cost (issue 29)
+
+/// `iterations` steps of a 64-bit LCG, returned so the optimizer keeps them: a caller's
+/// computation between requests, in registers only (no memory traffic, no system call).
+uint64_t bench_compute(uint64_t iterations);
+/// Sets the calling thread's timer slack (PR_SET_TIMERSLACK), so that a nanosleep of 20 µs
+/// sleeps about 20 µs and not up to the default 50 µs more. Returns the previous slack in
+/// nanoseconds, or -1 with errno.
+long bench_swap_timer_slack(unsigned long nanoseconds);
+/// Forks a CPU-bound neighbour process: it runs `bench_compute` in rounds of 1,000 steps and
+/// adds 1,000 to `*counter` (memory shared with this process, see `bench_shared_counter`) after
+/// each, until killed. The child runs C only (nothing that could take a lock another thread of
+/// this process held at the fork). Returns the child's pid, or -1 with errno.
+pid_t bench_spawn_spinner(uint64_t *counter);
+/// A word in an anonymous shared mapping (survives fork, visible to both processes), or NULL.
+uint64_t *bench_shared_counter(void);
+/// Relaxed atomic read of a counter the spinner writes.
+uint64_t bench_load_counter(const uint64_t *counter);
+/// SIGKILLs the child and reaps it. 0, or -1 with errno.
+int bench_kill_spinner(pid_t pid);
+
 // MARK: memory
 
 /// Bytes the allocator has handed out and not yet taken back (mallinfo2: arena + mmapped chunks).

@@ -3,6 +3,16 @@ struct Row: Sendable {
     let title: String
     let unit: String
     let higherIsBetter: Bool
+    /// The bar a whole-cost row is held to (issue 29); nil elsewhere.
+    var target: Target? = nil
+}
+
+/// A whole-cost row's bar: on LongThread's value divided by the best reference peer's, or on
+/// LongThread's value itself.
+enum Target: Sendable {
+    case ratioAtMost(Double)
+    case ratioAtLeast(Double)
+    case valueAtLeast(Double)
 }
 
 /// A measurement and the rows it fills.

@@ -13,6 +13,8 @@ enum Machine {
         return [
             "CPU: \(model), \(cores) online cores",
             "Kernel: Linux \(kernel)",
+            "Date: \(dateUTC())",
+            "Commit: \(commit())",
             "Swift: \(command("swift --version 2>/dev/null").first ?? "unknown (swift not on PATH)")",
             "swift-nio: \(nioVersion() ?? "see Package.resolved")",
             "Load average at start: \(loadAverage()) (1, 5, 15 min; runnable/total threads)",
@@ -20,6 +22,29 @@ enum Machine {
                 + "running during every measurement (`--hogs \(hogs)`)"),
             "Busiest other processes at start (ps, % CPU since they began): " + busiestProcesses(),
         ]
+    }
+
+    /// Now, as "2026-11-27 08:40 UTC".
+    static func dateUTC() -> String {
+        var now = time(nil)
+        var parts = tm()
+        gmtime_r(&now, &parts)
+        var buffer = [CChar](repeating: 0, count: 64)
+        let count = strftime(&buffer, buffer.count, "%Y-%m-%d %H:%M UTC", &parts)
+        return String(decoding: buffer.prefix(count).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// The commit of the checkout this benchmark was built from, and whether it had changes.
+    static func commit() -> String {
+        let directory = Results.packageDirectory
+        guard let hash = command("git -C '\(directory)' rev-parse --short HEAD 2>/dev/null").first else { return "unknown" }
+        let dirty = !command("git -C '\(directory)/..' status --porcelain --untracked-files=no 2>/dev/null").isEmpty
+        return hash + (dirty ? " with uncommitted changes" : "")
+    }
+
+    /// The 1-minute load average.
+    static func loadOneMinute() -> Double {
+        Double(loadAverage().split(separator: " ").first ?? "") ?? 0
     }
 
     /// Other work on the machine shows in every figure: say how busy it was (with the runnable
@@ -40,7 +65,7 @@ enum Machine {
         return others.isEmpty ? "unknown" : others.prefix(5).joined(separator: ", ")
     }
 
-    private static func command(_ line: String) -> [String] {
+    static func command(_ line: String) -> [String] {
         guard let pipe = popen(line, "r") else { return [] }
         defer { pclose(pipe) }
         var output = ""

@@ -11,6 +11,15 @@ struct Settings: Sendable {
     var hogs = 0
     /// Where to write the report as well as standard output.
     var outputPath: String?
+    /// Where to write the results with their conditions (default for a full run: Benchmarks/RESULTS.md).
+    var resultsPath: String?
+    /// `--no-results`: a full run that leaves RESULTS.md as it is.
+    var noResults = false
+    /// A sentence for the conditions (e.g. what else the machine was doing).
+    var note: String?
+
+    /// Every figure at its full size: the run whose results replace RESULTS.md.
+    var isFullRun: Bool { !quick && only.isEmpty }
 
     // Derived sizes: full runs, or a smoke pass with `--quick`.
     var asyncItems: Int { quick ? 100_000 : 1_000_000 }
@@ -33,6 +42,15 @@ struct Settings: Sendable {
     var timerCounts: [Int] { quick ? [1, 1_000] : [1, 1_000, 100_000] }
     var echoConnections: Int { quick ? 100 : 1_000 }
     var echoSeconds: Double { quick ? 0.5 : 2 }
+    // The whole cost (issue 29).
+    /// Round trips of one paced run: fewer at long gaps, so that each run takes about a second.
+    func pacedRoundTrips(gap microseconds: Int) -> Int {
+        quick ? (microseconds >= 1_000 ? 200 : 500) : (microseconds >= 1_000 ? 1_000 : 4_000)
+    }
+    var pairCounts: [Int] { [4, 16, 64] }
+    var pairSeconds: Double { quick ? 0.25 : 1 }
+    var neighbourSeconds: Double { quick ? 0.25 : 1 }
+    var quotaRoundTrips: Int { quick ? 500 : 3_000 }
 
 }
 
@@ -68,6 +86,17 @@ struct BenchCommand: ParsableCommand {
     @Option(name: .customLong("output"), help: ArgumentHelp("Also write the markdown report to this file (e.g. idle.md, hogs2.md).", valueName: "file"))
     var output: String?
 
+    @Option(name: .customLong("results"), help: ArgumentHelp(
+        "Write the results with their conditions to this file. A full run (no --only, no --quick) writes Benchmarks/RESULTS.md unless told otherwise; a partial run writes only here.",
+        valueName: "file"))
+    var results: String?
+
+    @Flag(name: .customLong("no-results"), help: "Do not write the results file (a full run writes Benchmarks/RESULTS.md by default).")
+    var noResults = false
+
+    @Option(name: .customLong("note"), help: ArgumentHelp("A sentence added to the results' conditions (e.g. \"machine busy with builds\").", valueName: "text"))
+    var note: String?
+
     @Flag(help: "List the contenders and figures, and exit.")
     var list = false
 
@@ -76,6 +105,7 @@ struct BenchCommand: ParsableCommand {
         if let idleSeconds, !(idleSeconds >= 0 && idleSeconds.isFinite) { throw ValidationError("--idle takes seconds") }
         guard pinnedCPU >= 0 else { throw ValidationError("--cpu takes a CPU number") }
         guard hogs >= 0 else { throw ValidationError("--hogs takes a count") }
+        if noResults && results != nil { throw ValidationError("--no-results and --results contradict each other") }
     }
 
     var settings: Settings {
@@ -87,6 +117,9 @@ struct BenchCommand: ParsableCommand {
         settings.idleSeconds = idleSeconds ?? (quick ? 0.5 : 5)
         settings.hogs = hogs
         settings.outputPath = output
+        settings.resultsPath = results
+        settings.noResults = noResults
+        settings.note = note
         return settings
     }
 }
