@@ -78,7 +78,9 @@ import Synchronization
 /// An unwatched thread pays one load and one branch per item. A watched thread reads the clock
 /// when an item is posted and when it starts, and takes one uncontended lock for a labelled item.
 /// A stack capture costs the stalled thread one signal (microseconds) and the monitor the naming
-/// of its frames (cached by address).
+/// of its frames (cached by address). Each slow-dispatch report first reads the thread's state
+/// from `/proc` (one small file; two more for a thread asleep in the kernel), which costs the
+/// stalled thread nothing.
 public final class StallMonitor: Sendable {
     /// The kernel name of the monitor's thread.
     public static let threadName = "stall.monitor"
