@@ -4,11 +4,14 @@ extension StallMonitor {
     /// Where a stalled thread that was asleep in the kernel waited, read from `/proc` instead of
     /// interrupting it for its stack (``Report/kernelWait``).
     ///
-    /// A thread asleep in a system call is never sent the capture signal: a handler would cut
-    /// short what it waits in (a blocking `write` to a full pipe returns a short count, `usleep`
-    /// and `poll` return early). The monitor reads `/proc/self/task/<tid>/stat`,
-    /// `/proc/self/task/<tid>/syscall` and `/proc/self/task/<tid>/wchan` instead, which disturbs
-    /// nothing.
+    /// A thread asleep in a system call other than a futex wait is never sent the capture
+    /// signal: a handler would cut short what it waits in (a blocking `write` to a full pipe
+    /// returns a short count, `usleep` and `poll` return early). The monitor reads
+    /// `/proc/self/task/<tid>/stat`, `/proc/self/task/<tid>/syscall` and
+    /// `/proc/self/task/<tid>/wchan` instead, which disturbs nothing. (A futex wait, which the
+    /// kernel restarts unseen, gets a stack.)
+    ///
+    /// - Threading: a value; reports are handed to the monitor's handler on its thread.
     public struct KernelWait: Sendable, Hashable, CustomStringConvertible {
         /// The thread's scheduler state letter from `/proc/self/task/<tid>/stat`: `S` (asleep,
         /// interruptible), `D` (asleep, uninterruptible: disk or kernel I/O), `T` or `t`
@@ -26,6 +29,11 @@ extension StallMonitor {
         /// The user-space instruction that made the system call, named (often the C library's
         /// wrapper, such as `write`); nil when the kernel does not say.
         public var caller: Frame?
+
+        /// Whether the thread waits in a futex (a lock, a condition): the kernel restarts that
+        /// wait after a handler installed with `SA_RESTART` as if nothing happened, so the
+        /// monitor may signal the thread for its stack instead.
+        var isRestartedUnseen: Bool { systemCallName == "futex" }
 
         /// `state S in write (wait channel pipe_write), called from write + 20 (libc.so.6)`.
         public var description: String {

@@ -46,18 +46,23 @@ import Synchronization
 /// `/proc/self/task/<tid>/stat`:
 /// - **Running** (state `R`: computing, or runnable): the thread is sent the signal, and the
 ///   report carries its stack (``Report/stack``), as above.
-/// - **Asleep in the kernel** (any other state: `S` in a blocking system call or a lock's futex,
-///   `D` in disk I/O, `T` stopped): the thread is **not** signalled, so nothing it waits in is
-///   cut short. The report carries ``Report/kernelWait`` instead: the system call (number and
-///   name, from `/proc/self/task/<tid>/syscall`), the kernel's wait channel (`wchan`), and the
-///   user-space instruction that made the call, named; ``Report/stack`` is empty and
-///   ``Report/stackNote`` says why. Such a report names the call the thread waits in, not the
-///   work's own functions.
+/// - **Waiting for a lock or a condition** (asleep in a `futex` wait: `pthread_mutex_lock`,
+///   `pthread_cond_wait`, `NSLock`, `NSCondition`, `Mutex`, semaphores): signalled as a running
+///   thread, and the report carries its stack. The kernel restarts a futex wait after a handler
+///   installed with `SA_RESTART` as if nothing happened, so the thread sees nothing.
+/// - **Asleep in any other system call** (any other state: `S` in `read`, `write`, `poll`,
+///   `nanosleep`, `accept`..., `D` in disk I/O, `T` stopped): the thread is **not** signalled,
+///   so nothing it waits in is cut short (a `write` to a full pipe completes whole, a `usleep`
+///   sleeps its full time). The report carries ``Report/kernelWait`` instead: the system call
+///   (number and name, from `/proc/self/task/<tid>/syscall`), the kernel's wait channel
+///   (`wchan`), and the user-space instruction that made the call, named; ``Report/stack`` is
+///   empty and ``Report/stackNote`` says why. Such a report names the call the thread waits in,
+///   not the work's own functions.
 /// - **Neither** (capture off, the callout ended meanwhile, the signal taken by someone else, the
 ///   thread blocking it): no stack and no kernel wait; ``Report/stackNote`` says which.
 ///
-/// What the stalled work can observe: nothing while it sleeps in the kernel. A running thread is
-/// interrupted once per report. Only if it enters a blocking system call in the microseconds
+/// What the stalled work can observe: nothing while it sleeps in the kernel (a futex wait is
+/// restarted unseen). A running thread is interrupted once per report. Only if it enters a blocking system call in the microseconds
 /// between the state check and the signal is that call interrupted: it is then restarted where
 /// the kernel allows (`read`, `write`, `recv`, `send`, `accept`, `connect`, `open`, `wait`,
 /// `flock`, `pthread_mutex_lock`, futex waits, ...), except that a `read` or `write` that moved
@@ -73,7 +78,9 @@ import Synchronization
 /// An unwatched thread pays one load and one branch per item. A watched thread reads the clock
 /// when an item is posted and when it starts, and takes one uncontended lock for a labelled item.
 /// A stack capture costs the stalled thread one signal (microseconds) and the monitor the naming
-/// of its frames (cached by address).
+/// of its frames (cached by address). Each slow-dispatch report first reads the thread's state
+/// from `/proc` (one small file; two more for a thread asleep in the kernel), which costs the
+/// stalled thread nothing.
 public final class StallMonitor: Sendable {
     /// The kernel name of the monitor's thread.
     public static let threadName = "stall.monitor"
@@ -330,10 +337,12 @@ final class StallMonitorState: Sendable {
 
     /// A thread asleep in a system call is not signalled (the handler would cut its call short:
     /// a blocking `write` returned a short count): its wait is read from `/proc`, and trusted only
-    /// if the same callout still runs after the read. A running thread's stack is captured.
+    /// if the same callout still runs after the read. A running thread's stack is captured, and so
+    /// is that of a thread in a futex wait (a lock, a condition), which the kernel restarts
+    /// unseen after the handler (`SA_RESTART`): the commonest stall keeps its stack.
     private static func whereabouts(of core: ThreadCore, start: UInt64) -> Whereabouts {
         let tid = core.watch.kernelThreadID.load(ordering: .relaxed)
-        if tid != 0, let wait = KernelWaitReader.wait(ofThread: tid) {
+        if tid != 0, let wait = KernelWaitReader.wait(ofThread: tid), !wait.isRestartedUnseen {
             guard core.watch.calloutStartedAt.load(ordering: .sequentiallyConsistent) == start else { return .failure(.ended) }
             return .kernel(wait)
         }

@@ -118,7 +118,7 @@ extension StallMonitoring {
             #expect(result == 1)
         }
 
-        @Test("a task in pthread_mutex_lock is not signalled: the report names its futex wait")
+        @Test("a task in pthread_mutex_lock: the stack names it and the caller")
         func inMutexLock() throws {
             let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
             mutex.initialize(to: pthread_mutex_t())
@@ -127,9 +127,8 @@ extension StallMonitoring {
             pthread_mutex_lock(mutex)
             let box = UnsafeSendable(mutex)
             let (report, _) = try report("lt-mutex", release: { pthread_mutex_unlock(box.value) }) { _ in stallInMutexLock(box.value) }
-            #expect(report.stack.isEmpty, "\(report)")
-            #expect(waitsIn(report).call == "futex", "\(report)")
-            #expect(report.kernelWait?.caller != nil, "\(report)")
+            #expect(names(report).contains { $0.contains("pthread_mutex_lock") || $0.contains("lll_lock_wait") }, "\(report)")
+            #expect(names(report).contains { $0.contains("stallInMutexLock") }, "\(report)")
         }
 
         @Test("a task in read on a pipe is not signalled: the report names read; the read returns the data")
