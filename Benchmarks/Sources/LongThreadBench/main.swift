@@ -54,7 +54,8 @@ let countedBefore = bench_alloc_count()
 bench_alloc_counting(1)
 let probe = ProcFS.read("/proc/self/statm")
 bench_alloc_counting(0)
-precondition(bench_alloc_count() > countedBefore && probe != nil, "the malloc counter is not interposed")
+precondition(bench_alloc_count() > countedBefore && probe != nil,
+             "the malloc counter is not interposed (a sanitizer build has its own malloc: run the benchmark without one)")
 
 let machine = Machine.description(hogs: settings.hogConditions)
 let otherWorkAtStart = OtherWork.sample()
