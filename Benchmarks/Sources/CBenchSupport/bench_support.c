@@ -152,13 +152,22 @@ uint64_t bench_heap_in_use(void) {
 // dynamic linker binds every library's malloc (Swift runtime, Foundation, CF, Dispatch, NIO) to the
 // executable's definition first, and ours forwards to glibc's own entry points (__libc_malloc...),
 // so the allocator, free and mallinfo2 stay glibc's. free is not wrapped: it needs no counting.
+// A sanitizer brings its own malloc and free, which these would bypass (TSan crashed at start-up
+// in them): under one, nothing is interposed and the counter stays at zero.
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
+#define BENCH_SANITIZED 1
+#endif
+#endif
+
+static _Atomic int counting;
+static _Atomic uint64_t allocations;
+
+#ifndef BENCH_SANITIZED
 extern void *__libc_malloc(size_t size);
 extern void *__libc_calloc(size_t count, size_t size);
 extern void *__libc_realloc(void *pointer, size_t size);
 extern void *__libc_memalign(size_t alignment, size_t size);
-
-static _Atomic int counting;
-static _Atomic uint64_t allocations;
 
 static inline void count_one(void) {
     if (atomic_load_explicit(&counting, memory_order_relaxed))
@@ -179,6 +188,7 @@ int posix_memalign(void **result, size_t alignment, size_t size) {
     *result = pointer;
     return 0;
 }
+#endif
 
 void bench_alloc_counting(int enabled) {
     atomic_store_explicit(&counting, enabled, memory_order_seq_cst);

@@ -54,59 +54,28 @@ let countedBefore = bench_alloc_count()
 bench_alloc_counting(1)
 let probe = ProcFS.read("/proc/self/statm")
 bench_alloc_counting(0)
-precondition(bench_alloc_count() > countedBefore && probe != nil, "the malloc counter is not interposed")
+precondition(bench_alloc_count() > countedBefore && probe != nil,
+             "the malloc counter is not interposed (a sanitizer build has its own malloc: run the benchmark without one)")
 
-let machine = Machine.description(hogs: settings.hogs)
-let loadAtStart = Machine.loadOneMinute()
+let machine = Machine.description(hogs: settings.hogConditions)
+let otherWorkAtStart = OtherWork.sample()
 machine.forEach { Runner.progress($0) }
-Hogs.start(settings.hogs)
-let results = Runner.run(mainFigures, chosenContenders, settings)
-let wholeCost = Runner.run(wholeCostFigures, chosenContenders, settings)
-let quota = runsQuota ? QuotaPass.run(chosenContenders, settings) : nil
-let scaling = sectionRuns("scaling") ? Scaling.run(settings) : []
-if sectionRuns("propagation") { Runner.progress("context propagation") }
-let propagation = sectionRuns("propagation") ? [Propagation.run(settings)] : []
-let loadAtEnd = Machine.loadAverage()
-let loadOneMinuteAtEnd = Machine.loadOneMinute()
+// Each condition (`--hogs 0,2`: idle, then 2 hogs) measures every chosen figure in turn.
+let measured = settings.hogConditions.map { hogs in
+    var conditionSettings = settings
+    conditionSettings.hogs = hogs
+    let run = ConditionRun(settings: conditionSettings, contenders: chosenContenders, mainFigures: mainFigures,
+                           wholeCostFigures: wholeCostFigures, runsQuota: runsQuota,
+                           runsScaling: sectionRuns("scaling"), runsPropagation: sectionRuns("propagation"))
+    let (body, loadAtEnd) = run.measure()
+    return (title: run.condition + (settings.quick ? " (--quick)" : ""), body: body, loadAtEnd: loadAtEnd)
+}
+let otherCPUs = OtherWork.averageCPUs(from: otherWorkAtStart, to: OtherWork.sample())
 let busiestAtEnd = Machine.busiestProcesses()
-Hogs.stop()
 
-var report = ""
-@MainActor func emit(_ line: String) { report += line + "\n" }
-let condition = settings.hogs == 0 ? "idle (no hogs)" : "\(settings.hogs) CPU hogs"
-emit("## longthread-bench, \(condition)\(settings.quick ? " (--quick)" : "")\n")
-emit(machine.map { "- \($0)" }.joined(separator: "\n"))
-// RESULTS.md gives the machine in its conditions: the rest of the report follows them.
-let machineLines = report.count
-emit("- Repetitions: \(settings.repetitions) per figure, interleaved in a new random order each (seeded), a fresh worker each; "
-      + "async: \(settings.asyncItems.formatted) no-op closures per run; round trips: "
-      + "\(settings.roundTrips.formatted) per repetition in \(settings.roundTripBatches) turns per contender, "
-      + "pooled for percentiles; lives taken in turns (a new random order each round); idle period: "
-      + "\(settings.idleSeconds) s; \(settings.idleWorkers) idle workers for memory\n")
-if !results.isEmpty { emit(Report.table(results, chosenContenders)) }
-emit("\nLoad average at the end: \(loadAtEnd) (1, 5, 15 min; runnable/total threads).")
-if !results.isEmpty { emit("\nA peer's cell reads `value (r×)`: r is how many times better LongThread is than that peer on "
-      + "the row (throughput: LongThread ÷ peer; times, counts and sizes: peer ÷ LongThread); r > 1 "
-      + "means LongThread leads. Single values are medians over repetitions; percentiles pool all "
-      + "round trips. n/a: the contender cannot do that (see Benchmarks/README.md).\n") }
-let bars = Report.bars(results, hogs: settings.hogs)
-if !bars.isEmpty {
-    emit("### Bars of issues 7 and 12\n")
-    emit(bars.joined(separator: "\n"))
-}
-if !wholeCost.isEmpty || quota != nil {
-    emit(WholeCost.preamble(settings))
-    emit(WholeCostReport.table(wholeCost + (quota?.results ?? []), chosenContenders))
-    if let quota { emit("\nQuota pass: \(quota.note)") }
-}
-if !scaling.isEmpty {
-    emit("\n### Cost as work grows (LongThread alone)\n")
-    emit(Scaling.markdown(scaling))
-}
-if !propagation.isEmpty {
-    emit("\n### What carrying trace context costs a post (LongThread alone, LongThreadsTracing)\n")
-    emit(Scaling.markdown(propagation))
-}
+// Standard output (and --output): each condition's report under its title and the machine.
+let machineList = machine.map { "- \($0)" }.joined(separator: "\n") + "\n"
+let report = measured.map { "## longthread-bench, \($0.title)\n\n" + machineList + $0.body }.joined(separator: "\n")
 print(report, terminator: "")
 if let path = settings.outputPath {
     guard let file = fopen(path, "w") else {
@@ -116,10 +85,11 @@ if let path = settings.outputPath {
     fputs(report, file)
     fclose(file)
 }
+// RESULTS.md: the machine once, in the conditions, then each condition's tables.
 if let path = Results.destination(settings) {
-    let title = "## \(condition)\(settings.quick ? " (--quick)" : "")\n\n"
-    let document = Results.document(report: title + String(report.dropFirst(machineLines)), settings: settings, machine: machine, loadAtEnd: loadAtEnd,
-                                    busiestAtEnd: busiestAtEnd, loadOneMinute: (loadAtStart, loadOneMinuteAtEnd))
+    let document = Results.document(report: measured.map { "## \($0.title)\n\n" + $0.body }.joined(separator: "\n"),
+                                    settings: settings, machine: machine, loadAtEnd: measured.last?.loadAtEnd ?? "",
+                                    busiestAtEnd: busiestAtEnd, otherCPUs: otherCPUs)
     if let failure = Results.write(document, to: path) {
         printToStandardError("longthread-bench: \(failure)")
         exit(1)

@@ -151,13 +151,32 @@ struct ResultsTests {
         settings.only = ["paced"]
         settings.note = "builds running"
         let text = Results.document(report: "| table |\n", settings: settings, machine: ["CPU: x"], loadAtEnd: "3.1",
-                                    busiestAtEnd: "swift-frontend 90%", loadOneMinute: (2.5, 3.1))
+                                    busiestAtEnd: "swift-frontend 90%", otherCPUs: 1.6)
         #expect(text.contains("**Quiet machine: no**"))
         #expect(text.contains("partial (--only paced)"))
         #expect(text.contains("- Note: builds running"))
         #expect(text.hasSuffix("| table |\n"))
         let quiet = Results.document(report: "", settings: Settings(), machine: [], loadAtEnd: "0.1",
-                                     busiestAtEnd: "", loadOneMinute: (0.1, 0.2))
+                                     busiestAtEnd: "", otherCPUs: 0.02)
         #expect(quiet.contains("Quiet machine: yes") && quiet.contains("- Run: full"))
+    }
+
+    @Test("Arguments are quoted as a shell needs them")
+    func quoting() {
+        #expect(Results.shellQuoted("--only") == "--only")
+        #expect(Results.shellQuoted("wholecost,paced") == "wholecost,paced")
+        #expect(Results.shellQuoted("busy machine") == "'busy machine'")
+        #expect(Results.shellQuoted("it's") == "'it'\\''s'")
+    }
+
+    @Test("Other work is the machine's busy CPU less this process's, over the wall time")
+    func otherWork() {
+        let stat = "cpu  300 0 100 5000 50 0 0 0 0 0\ncpu0 1 2 3\n"
+        let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
+        #expect(OtherWork.machineBusySeconds(stat) == 400 / ticks)
+        let start = OtherWork.Sample(machine: 10, own: 2, wall: 100)
+        let end = OtherWork.Sample(machine: 16, own: 4, wall: 102)
+        #expect(OtherWork.averageCPUs(from: start, to: end) == 2)  // (6 - 2) CPU-seconds over 2 s
+        #expect(OtherWork.averageCPUs(from: start, to: start) == 0)
     }
 }

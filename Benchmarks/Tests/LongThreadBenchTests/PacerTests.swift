@@ -72,10 +72,10 @@ struct NeighbourTests {
     @Test("The spinner counts, and is gone after")
     func spinnerCountsAndEnds() {
         var child: pid_t = 0
-        let rate = Neighbour.withSpinner { counter in
-            Neighbour.rate(counter, seconds: 0.05, load: nil)
+        let steps = Neighbour.withSpinner { counter in
+            Neighbour.window(counter, seconds: 0.05, load: nil).steps
         }
-        #expect(rate > 0)
+        #expect(steps > 0)
         // A spinner of our own, to check the kill reaps it.
         let counter = bench_shared_counter()!
         child = bench_spawn_spinner(counter)
@@ -84,5 +84,21 @@ struct NeighbourTests {
         #expect(kill(child, 0) == -1 && errno == ESRCH, "the neighbour \(child) is still there")
         munmap(counter, 8)
     }
+
+    @Test("A share takes its loaded windows between alone ones, each a quarter of the time")
+    func shareWindows() {
+        let calls = Calls()
+        let share = Neighbour.withSpinner { counter in
+            Neighbour.share(counter, seconds: 0.08) { end in
+                calls.deadlines.append(Double(end) - Double(nowNanoseconds()))
+                sleepFor(seconds: (Double(end) - Double(nowNanoseconds())) / 1e9)
+            }
+        }
+        #expect(calls.deadlines.count == 4)
+        #expect(calls.deadlines.allSatisfy { $0 > 0 && $0 <= 20e6 }, "\(calls.deadlines)")
+        #expect(share > 0)
+    }
+
+    final class Calls: @unchecked Sendable { var deadlines: [Double] = [] }
 }
 }

@@ -16,6 +16,7 @@ enum Hogs {
     /// Starts `count` hogs and returns once each runs.
     static func start(_ count: Int) {
         guard count > 0 else { return }
+        stopRequested.store(false, ordering: .relaxed)
         let started = Gate()
         let spawned = (0..<count).map { _ in
             PosixThread.spawn {
@@ -34,9 +35,12 @@ enum Hogs {
         threads.withLock { $0 = spawned }
     }
 
+    /// Stops the hogs and waits for them; `start` may be called again after.
     static func stop() {
         stopRequested.store(true, ordering: .relaxed)
         for thread in threads.withLock({ $0 }) { thread.join() }
+        threads.withLock { $0 = [] }
+        ids.withLock { $0 = [] }
     }
 }
 

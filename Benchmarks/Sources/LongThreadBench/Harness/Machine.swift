@@ -2,7 +2,7 @@ import Glibc
 
 /// What the table was measured on.
 enum Machine {
-    static func description(hogs: Int) -> [String] {
+    static func description(hogs conditions: [Int]) -> [String] {
         let cpuinfo = ProcFS.read("/proc/cpuinfo") ?? ""
         let model = cpuinfo.split(separator: "\n").first { $0.hasPrefix("model name") }?
             .split(separator: ":", maxSplits: 1).last.map { $0.drop(while: { $0 == " " }) } ?? "unknown"
@@ -18,8 +18,7 @@ enum Machine {
             "Swift: \(command("swift --version 2>/dev/null").first ?? "unknown (swift not on PATH)")",
             "swift-nio: \(nioVersion() ?? "see Package.resolved")",
             "Load average at start: \(loadAverage()) (1, 5, 15 min; runnable/total threads)",
-            "Condition: " + (hogs == 0 ? "no hogs" : "\(hogs) CPU-bound hog thread\(hogs == 1 ? "" : "s") in this process, "
-                + "running during every measurement (`--hogs \(hogs)`)"),
+            "Condition\(conditions.count == 1 ? "" : "s, in turn"): " + conditions.map(condition).joined(separator: "; then "),
             "Busiest other processes at start (ps, % CPU since they began): " + busiestProcesses(),
         ]
     }
@@ -42,9 +41,9 @@ enum Machine {
         return hash + (dirty ? " with uncommitted changes" : "")
     }
 
-    /// The 1-minute load average.
-    static func loadOneMinute() -> Double {
-        Double(loadAverage().split(separator: " ").first ?? "") ?? 0
+    static func condition(hogs: Int) -> String {
+        hogs == 0 ? "no hogs" : "\(hogs) CPU-bound hog thread\(hogs == 1 ? "" : "s") in this process, "
+            + "running during every measurement (`--hogs \(hogs)`)"
     }
 
     /// Other work on the machine shows in every figure: say how busy it was (with the runnable

@@ -23,23 +23,31 @@ enum Results {
 
     /// The file's text: a title, the conditions, then the report as printed.
     static func document(report: String, settings: Settings, machine: [String], loadAtEnd: String,
-                         busiestAtEnd: String, loadOneMinute: (start: Double, end: Double)) -> String {
+                         busiestAtEnd: String, otherCPUs: Double) -> String {
         var lines = ["# LongThread benchmark results", "",
                      "Written by `longthread-bench`; each full run replaces this file (see Benchmarks/README.md).", "",
                      "## Conditions", ""]
-        lines.append("- Command: `" + (["longthread-bench"] + CommandLine.arguments.dropFirst()).joined(separator: " ") + "`")
+        lines.append("- Command: `" + (["longthread-bench"] + CommandLine.arguments.dropFirst().map(shellQuoted)).joined(separator: " ") + "`")
         lines.append("- Run: " + (settings.isFullRun ? "full" : "partial (\(partialReason(settings))): not every figure, not full sizes"))
         lines += machine.map { "- \($0)" }
         lines.append("- Load average at the end: \(loadAtEnd)")
         lines.append("- Busiest other processes at the end: \(busiestAtEnd)")
-        let cores = Double(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
-        let busiest = max(loadOneMinute.start, loadOneMinute.end)
-        lines.append(busiest < 0.5
-            ? "- Quiet machine: yes (1-minute load below 0.5 at the start and the end)"
-            : "- **Quiet machine: no** (1-minute load up to \(String(format2: busiest)) on \(Int(cores)) CPUs): other work "
-              + "shared the CPUs; these figures are not final")
+        let cores = Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
+        let others = "other processes used \(String(format2: otherCPUs)) of the \(cores) CPUs on average during the run"
+        lines.append(otherCPUs < quietLimit
+            ? "- Quiet machine: yes (\(others))"
+            : "- **Quiet machine: no** (\(others)): these figures are not final")
         if let note = settings.note { lines.append("- Note: \(note)") }
         return lines.joined(separator: "\n") + "\n\n" + report
+    }
+
+    /// Other work, in CPUs on average, below which a machine counts as quiet.
+    static let quietLimit = 0.1
+
+    /// An argument as a shell would need it (single quotes when it holds anything but plain characters).
+    static func shellQuoted(_ argument: String) -> String {
+        let plain = argument.allSatisfy { $0.isLetter || $0.isNumber || "-_.,/=:@+".contains($0) }
+        return plain && !argument.isEmpty ? argument : "'" + argument.replacing("'", with: "'\\''") + "'"
     }
 
     static func partialReason(_ settings: Settings) -> String {

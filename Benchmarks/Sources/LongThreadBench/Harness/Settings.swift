@@ -9,6 +9,8 @@ struct Settings: Sendable {
     var idleSeconds = 5.0
     /// CPU-bound threads running during every measurement (the loaded condition).
     var hogs = 0
+    /// The conditions a run measures in turn, as hog counts (`--hogs 0,2`: idle, then 2 hogs).
+    var hogConditions = [0]
     /// Where to write the report as well as standard output.
     var outputPath: String?
     /// Where to write the results with their conditions (default for a full run: Benchmarks/RESULTS.md).
@@ -80,8 +82,17 @@ struct BenchCommand: ParsableCommand {
     @Option(name: .customLong("idle"), help: ArgumentHelp("Idle period of the idle figure, in seconds (default 5, or 0.5 with --quick).", valueName: "seconds"))
     var idleSeconds: Double?
 
-    @Option(name: .customLong("hogs"), help: ArgumentHelp("Run N CPU-bound threads during every measurement (a busy host).", valueName: "n"))
-    var hogs: Int = 0
+    @Option(name: .customLong("hogs"), help: ArgumentHelp(
+        "Run N CPU-bound threads during every measurement (a busy host). A list (0,2) measures each condition in turn, in one report and one results file.",
+        valueName: "n[,n...]"))
+    var hogs: String = "0"
+
+    /// `--hogs` as counts, or nil if it is not a list of counts.
+    var hogConditions: [Int]? {
+        let counts = hogs.split(separator: ",").map { Int($0.trimmingPrefix(" ")) }
+        guard !counts.isEmpty, counts.allSatisfy({ ($0 ?? -1) >= 0 }) else { return nil }
+        return counts.compactMap { $0 }
+    }
 
     @Option(name: .customLong("output"), help: ArgumentHelp("Also write the markdown report to this file (e.g. idle.md, hogs2.md).", valueName: "file"))
     var output: String?
@@ -104,7 +115,7 @@ struct BenchCommand: ParsableCommand {
         if let repetitions, repetitions <= 0 { throw ValidationError("--reps takes a positive number") }
         if let idleSeconds, !(idleSeconds >= 0 && idleSeconds.isFinite) { throw ValidationError("--idle takes seconds") }
         guard pinnedCPU >= 0 else { throw ValidationError("--cpu takes a CPU number") }
-        guard hogs >= 0 else { throw ValidationError("--hogs takes a count") }
+        guard hogConditions != nil else { throw ValidationError("--hogs takes a count, or counts separated by commas") }
         if noResults && results != nil { throw ValidationError("--no-results and --results contradict each other") }
     }
 
@@ -115,7 +126,8 @@ struct BenchCommand: ParsableCommand {
         settings.pinnedCPU = pinnedCPU
         settings.repetitions = repetitions ?? (quick ? 2 : 5)
         settings.idleSeconds = idleSeconds ?? (quick ? 0.5 : 5)
-        settings.hogs = hogs
+        settings.hogConditions = hogConditions ?? [0]
+        settings.hogs = settings.hogConditions[0]
         settings.outputPath = output
         settings.resultsPath = results
         settings.noResults = noResults
