@@ -213,7 +213,8 @@ struct ThreadBoundMisuseTests {
         let outcome = try await value.run { (number: inout Int) -> [String] in
             var seen: [String] = []
             do { _ = try value.sync { $0 } } catch { seen.append("\(error)") }
-            seen.append("other: \((try? other.sync { $0 += number; return $0 }) ?? -1)")
+            let current = number
+            seen.append("other: \((try? other.sync { $0 += current; return $0 }) ?? -1)")
             try? value.perform { $0 += 100 } // queued: runs after this body
             number += 1
             return seen
