@@ -70,8 +70,9 @@ public final class ThreadBound<Value: ~Copyable>: Sendable {
         label: String? = nil,
         _ make: @escaping @Sendable () throws -> Value
     ) async throws {
-        let core = thread.core
-        storage = try await thread.run(modes: nil, label: label) { try BoundStorage.make(on: core, make) }
+        let storage = BoundStorage<Value>(core: thread.core)
+        try await thread.run(modes: nil, label: label) { try storage.fill(make) }
+        self.storage = storage
     }
 
     /// Makes the value on `thread` and binds it there, blocking the caller meanwhile.
@@ -90,8 +91,9 @@ public final class ThreadBound<Value: ~Copyable>: Sendable {
         label: String? = nil,
         _ make: @Sendable () throws -> Value
     ) throws {
-        let core = thread.core
-        storage = try thread.sync(modes: nil, label: label) { try BoundStorage.make(on: core, make) }
+        let storage = BoundStorage<Value>(core: thread.core)
+        try thread.sync(modes: nil, label: label) { try storage.fill(make) }
+        self.storage = storage
     }
 
     /// Releases the value: destroyed on its thread once no ``perform(label:_:)`` body for it waits.
