@@ -24,10 +24,10 @@ import Foundation
 ///   closes a handle).
 /// - Used on the thread: ``run(label:_:)``, ``sync(label:_:)`` and ``perform(label:_:)`` hand
 ///   the value `inout` to a closure that runs on the thread, in the thread's order, like the
-///   thread's own `run`, `sync` and `perform`. The closures of `run` and `perform` are
-///   `@Sendable` and `run`'s result is `Sendable`, `sync`'s closure and result are `sending`:
-///   the compiler refuses a closure that would take the value (or a part of it that is not
-///   `Sendable`) off the thread.
+///   thread's own `run`, `sync` and `perform`. The closures are `@Sendable` (they capture nothing
+///   that is not `Sendable`), `run`'s result is `Sendable` and `sync`'s is `sending`: the
+///   compiler refuses a closure that would take the value (or a part of it that is not
+///   `Sendable`) off the thread, by capture or by return.
 /// - Destroyed on the thread: when the last handle is released (on any thread) and no
 ///   ``perform(label:_:)`` body for it is waiting, the value is destroyed on the thread, before
 ///   the next waiting item. When the thread ends, however it ends (``LongThread/stop(waitUntilDone:pending:)``
@@ -70,8 +70,9 @@ public final class ThreadBound<Value: ~Copyable>: Sendable {
         label: String? = nil,
         _ make: @escaping @Sendable () throws -> Value
     ) async throws {
-        let core = thread.core
-        storage = try await thread.run(modes: nil, label: label) { try BoundStorage.make(on: core, make) }
+        let storage = BoundStorage<Value>(core: thread.core)
+        try await thread.run(modes: nil, label: label) { try storage.fill(make) }
+        self.storage = storage
     }
 
     /// Makes the value on `thread` and binds it there, blocking the caller meanwhile.
@@ -81,18 +82,18 @@ public final class ThreadBound<Value: ~Copyable>: Sendable {
     /// - Parameters:
     ///   - thread: The thread the value lives on.
     ///   - label: Names the making in stall reports (``StallMonitor``).
-    ///   - make: Makes the value, on `thread`. `sending`: it may use what the caller owns and
-    ///     gives up.
+    ///   - make: Makes the value, on `thread`.
     /// - Throws: what `make` throws (nothing is bound then), or a ``LongThreadError``.
     /// - Callable from: any thread; not from async code (use the `async` initializer there).
     @available(*, noasync, message: "blocks a cooperative thread: use 'try await ThreadBound(on:) { ... }'")
     public init(
         on thread: LongThread,
         label: String? = nil,
-        _ make: sending () throws -> Value
+        _ make: @Sendable () throws -> Value
     ) throws {
-        let core = thread.core
-        storage = try thread.sync(modes: nil, label: label) { try BoundStorage.make(on: core, make) }
+        let storage = BoundStorage<Value>(core: thread.core)
+        try thread.sync(modes: nil, label: label) { try storage.fill(make) }
+        self.storage = storage
     }
 
     /// Releases the value: destroyed on its thread once no ``perform(label:_:)`` body for it waits.
@@ -167,8 +168,8 @@ extension ThreadBound where Value: ~Copyable {
     /// - Parameters:
     ///   - modes: The run-loop modes `body` may run in.
     ///   - label: Names the work in stall reports (``StallMonitor``).
-    ///   - body: Gets the value `inout`. `sending`, as its result: it may use what the caller owns,
-    ///     and return what it made, but not hand the value itself back.
+    ///   - body: Gets the value `inout`. Its result is `sending`: it may return what it made, not
+    ///     the value itself (or a part of it that is not `Sendable`).
     /// - Returns: What `body` returns.
     /// - Throws: What `body` throws, ``LongThreadError/stopped`` once the thread stops,
     ///   ``LongThreadError/discarded`` if a discarding stop drops it,
@@ -178,7 +179,7 @@ extension ThreadBound where Value: ~Copyable {
     public func sync<R>(
         modes: [RunLoop.Mode],
         label: String? = nil,
-        _ body: sending (inout Value) throws -> sending R
+        _ body: @Sendable (inout Value) throws -> sending R
     ) throws -> sending R {
         try sync(modes: Optional(modes), label: label, body)
     }
@@ -191,14 +192,14 @@ extension ThreadBound where Value: ~Copyable {
     /// - Returns: What `body` returns.
     /// - Throws: As ``sync(modes:label:_:)``.
     @available(*, noasync, message: "blocks a cooperative thread: use 'try await value.run { ... }'")
-    public func sync<R>(label: String? = nil, _ body: sending (inout Value) throws -> sending R) throws -> sending R {
+    public func sync<R>(label: String? = nil, _ body: @Sendable (inout Value) throws -> sending R) throws -> sending R {
         try sync(modes: nil, label: label, body)
     }
 
     private func sync<R>(
         modes: [RunLoop.Mode]?,
         label: String?,
-        _ body: sending (inout Value) throws -> sending R
+        _ body: @Sendable (inout Value) throws -> sending R
     ) throws -> sending R {
         let storage = storage
         return try thread.sync(modes: modes, label: label) { try storage.access(body) }

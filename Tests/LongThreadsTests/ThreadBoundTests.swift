@@ -213,7 +213,8 @@ struct ThreadBoundMisuseTests {
         let outcome = try await value.run { (number: inout Int) -> [String] in
             var seen: [String] = []
             do { _ = try value.sync { $0 } } catch { seen.append("\(error)") }
-            seen.append("other: \((try? other.sync { $0 += number; return $0 }) ?? -1)")
+            let current = number
+            seen.append("other: \((try? other.sync { $0 += current; return $0 }) ?? -1)")
             try? value.perform { $0 += 100 } // queued: runs after this body
             number += 1
             return seen
@@ -236,10 +237,13 @@ struct ThreadBoundMisuseTests {
             Thread {
                 inNested.wait()
                 do { try value.sync { $0.append("synced") } } catch { syncOutcome.record("\(error)") }
+                // The nested run checks its condition after each item: one more item lets it see
+                // the outcome (the refusal reached this thread after the loop had checked).
+                try? thread.perform {}
             }.start()
             inNested.countDown()
-            _ = try? LongThread.current!.runNested(in: .default, until: .now + .seconds(10)) { syncOutcome.count == 0 }
-            entries.append("body ends")
+            let ended = try? LongThread.current!.runNested(in: .default, until: .now + .seconds(10)) { syncOutcome.count == 0 }
+            entries.append(ended == true ? "body ends" : "body ends at the deadline")
             return entries
         }
         #expect(log == ["body starts", "body ends"])

@@ -10,8 +10,8 @@ protocol BoundValue: AnyObject {
 /// `destroyPending` are touched only on the value's thread; `holders` by any thread.
 final class BoundStorage<Value: ~Copyable>: BoundValue, @unchecked Sendable {
     let core: ThreadCore
-    /// Nil once destroyed.
-    private var value: Value?
+    /// Nil until made, and once destroyed.
+    private var value: Value? = nil
     /// A body for this value runs (an `inout` access is in progress).
     private var busy = false
     /// `perform` bodies that a nested run of the loop reached while a body ran: run after it.
@@ -21,16 +21,18 @@ final class BoundStorage<Value: ~Copyable>: BoundValue, @unchecked Sendable {
     /// The handle and each queued `perform` body: the value is destroyed when none is left.
     private let holders = Atomic<Int>(1)
 
-    private init(core: ThreadCore, value: consuming Value) {
+    /// Caller's thread, before the making is posted: every field but the value is written here,
+    /// so the post orders them before the loop thread reads them (and the caller reads nothing
+    /// the loop thread wrote: a class made there and handed back through a continuation is a
+    /// race to ThreadSanitizer, which cannot see the concurrency runtime's ordering).
+    init(core: ThreadCore) {
         self.core = core
-        self.value = consume value
     }
 
     /// Loop thread: makes the value and registers it with the thread, which destroys it at its end.
-    static func make(on core: ThreadCore, _ make: () throws -> Value) throws -> BoundStorage {
-        let storage = BoundStorage(core: core, value: try make())
-        core.boundValues.insert(storage)
-        return storage
+    func fill(_ make: () throws -> Value) throws {
+        value = try make()
+        core.boundValues.insert(self)
     }
 
     private var isAlive: Bool {
