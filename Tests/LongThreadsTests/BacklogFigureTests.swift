@@ -96,8 +96,9 @@ struct BacklogFigureTests {
         defer { thread.stop() }
         let gate = Latch()
         try thread.hold(until: gate)
-        // 100 items of 2 ms: a pass runs at most 32 items (it looks at the clock every 32), so
-        // the first pass ends with at least 68 items still waiting in the batch.
+        // 100 items of 2 ms: a pass runs about a millisecond of work (here one item: the clock is
+        // read before each once items are slow), so the first pass ends with nearly all of them
+        // still waiting in the batch (at least 68: 32 was the most a pass ran before).
         for _ in 0..<100 { try thread.perform { usleep(2_000) } }
         gate.countDown()
         try thread.sync {}

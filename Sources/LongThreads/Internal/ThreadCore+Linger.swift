@@ -4,7 +4,8 @@ import CLongThreadsShims
 /// blocked caller's item will often get that caller's next item within microseconds, and sleeping
 /// in CF meanwhile costs a wake-up (a system call for the caller, several for the loop, and a pass
 /// of CF's). So it waits a little first: it lingers (spins, the caller on another CPU) or parks
-/// (sleeps on a futex, the caller on its own CPU). `engineServiceWork` decides, at each refill.
+/// (sleeps on a futex, the caller on its own CPU). The drain decides, at each refill
+/// (`refillBatch`), and a wait counts toward its callout's budget (`DrainPass`).
 extension ThreadCore {
     /// Looks for work, without sleeping, for up to `nanoseconds` since `start`, while the queue
     /// marks the consumer active (producers skip the wake-up: the loop thread is awake). Then moves

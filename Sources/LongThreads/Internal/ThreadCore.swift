@@ -7,9 +7,10 @@ import Synchronization
 ///
 /// `LongThread` is the handle users hold; this object is held by the handle and by the pthread, and
 /// holds the handle only weakly, so dropping the last handle stops the thread (`handleReleased`).
-/// The work path is in `ThreadCore+Work.swift` (and its waits for a caller's next request in
-/// `ThreadCore+Linger.swift`), the stop path in `ThreadCore+Stop.swift`; state of
-/// its own concern lives in `StartHandshake`, `CalloutWatch` and `DrainBatch`.
+/// The work path is in `ThreadCore+Work.swift` (the drain in `ThreadCore+Drain.swift`, its waits
+/// for a caller's next request in `ThreadCore+Linger.swift`), the stop path in
+/// `ThreadCore+Stop.swift`; state of its own concern lives in `StartHandshake`, `CalloutWatch`,
+/// `DrainBatch` and `DrainPass`.
 final class ThreadCore: @unchecked Sendable {
     // MARK: Immutable
     let name: String?
