@@ -30,9 +30,19 @@ extension LongThread {
     /// How a LongThread's pthread is created and observed.
     public struct Options: Sendable {
         /// The stack size in bytes; nil takes the system default (`RLIMIT_STACK`, often 8 MiB).
-        /// Below `PTHREAD_STACK_MIN` (16 KiB) `init` throws `cannotStart(errno: EINVAL)`, where
-        /// Foundation's `Thread` would silently ignore it.
+        /// Below ``minimumStackSize`` (64 KiB) `init` throws `cannotStart(errno: EINVAL)`, where
+        /// Foundation's `Thread` would silently ignore a size below `PTHREAD_STACK_MIN`.
         public var stackSize: Int?
+        /// The smallest ``stackSize`` a thread may have: 64 KiB, not `PTHREAD_STACK_MIN` (16 KiB).
+        ///
+        /// The stack holds more than the thread's work: glibc puts the thread's TLS and descriptor
+        /// at its top (about 4 KiB of a 16 KiB stack in a Swift process), CF's loop and the
+        /// library's drain lie under every callout, and the Swift runtime instantiates a generic
+        /// type's metadata where it is first used, several KiB deep. A debug build's full life
+        /// (work, timers, a descriptor source, an observer, a nested run in a new mode, a stall
+        /// report with its stack capture) needs about 28 KiB; 16 KiB crashed. The rest is the
+        /// work's, and a sanitizer's larger frames'.
+        public static let minimumStackSize = 64 * 1024
         /// The scheduling policy and priority.
         public var schedulingPolicy: SchedulingPolicy
         /// The time slice the thread asks the kernel's scheduler for (Linux 6.12 and later, EEVDF:

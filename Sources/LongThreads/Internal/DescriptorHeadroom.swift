@@ -4,7 +4,9 @@ import Glibc
 /// Keeps CoreFoundation from meeting the descriptor limit.
 ///
 /// CF takes descriptors when it makes a thread's run loop (3: its wake-up eventfd, and the
-/// default mode's epoll set and timer eventfd) and each new mode (2), and has no error path when
+/// default mode's epoll set and timer eventfd) and each new mode (2); the first loop a process
+/// asks for comes with the main thread's (3 more: `ProcessSetUp` makes that one first, through
+/// this check, on the creating thread). CF has no error path when
 /// the kernel refuses: it halts the process (`__CFRunLoopCopyMode` → `HALT`). So before every call
 /// that can make CF create a loop or a mode, the library makes sure the descriptors CF will need
 /// are free — it sees enough closed numbers below the limit, or takes that many itself and gives

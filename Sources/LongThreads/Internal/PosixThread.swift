@@ -43,7 +43,8 @@ enum PosixThread {
         defer { pthread_attr_destroy(&attributes) }
         var rc: Int32 = 0
         if let stackSize = options.stackSize {
-            rc = pthread_attr_setstacksize(&attributes, stackSize)
+            // pthread takes 16 KiB; the library's own frames need more (`Options.minimumStackSize`).
+            rc = stackSize < LongThread.Options.minimumStackSize ? EINVAL : pthread_attr_setstacksize(&attributes, stackSize)
         }
         switch options.schedulingPolicy {
         case .fifo(let priority) where rc == 0:

@@ -161,6 +161,13 @@ final class ThreadCore: @unchecked Sendable {
 
     /// Creates the pthread and returns once its run loop is ready to run. Creator's thread.
     func start() throws(LongThreadError) {
+        do throws(LongThreadError) {
+            try ProcessSetUp.ensureDone()
+        } catch {
+            // The main thread's run loop could not get its descriptors: as for the thread's own.
+            guard case .outOfResources(let errno) = error else { throw error }
+            throw .cannotStart(errno: errno)
+        }
         handshake.creatorLoadSample = CLongThreadsShims_currentLoadSample()
         // Read before the pthread exists: from then on the loop thread writes `handshake`.
         let ready = handshake.ready

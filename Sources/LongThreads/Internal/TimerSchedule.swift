@@ -112,7 +112,7 @@ struct TimerSchedule {
     private mutating func insertDue(_ entry: Entry) {
         var index = due.count
         while index > dueHead, due[index - 1].map({ Self.precedes(entry, $0) }) ?? true { index -= 1 }
-        // Holes just before the end need not be walked over: the entry goes after them.
+        // Back past the holes walked over: just before the first timer it precedes, or at the end.
         while index < due.count, due[index] == nil { index += 1 }
         due.insert(entry, at: index)
         dueCount += 1

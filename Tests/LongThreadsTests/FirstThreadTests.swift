@@ -1,0 +1,114 @@
+import Foundation
+import Glibc
+import LongThreads
+import Testing
+
+/// The first LongThread of a process does set-up no later one does (CF makes the main thread's run
+/// loop beside the thread's own; Swift and the library make their lazily-initialised state). Each
+/// test runs in a child process of its own (an exit test): in the test runner, some thread came
+/// first long ago.
+@Suite("The first thread of a process")
+struct FirstThreadTests {
+    @Test("with the smallest stack Options allows, the process's first thread (and a later one) does all the library does on it")
+    func smallestStack() async {
+        await #expect(processExitsWith: .success) {
+            guard FirstThreadTests.fullLife(stackSize: LongThread.Options.minimumStackSize) else { exit(1) }
+            // A later one too, with the process's set-up done.
+            exit(FirstThreadTests.fullLife(stackSize: LongThread.Options.minimumStackSize) ? 0 : 2)
+        }
+    }
+
+    @Test("a stack below the floor, PTHREAD_STACK_MIN (16 KiB) included, throws cannotStart(EINVAL) in a fresh process too")
+    func belowTheFloor() async {
+        await #expect(processExitsWith: .success) {
+            for size in [16 * 1024, LongThread.Options.minimumStackSize - 4096] {
+                do {
+                    _ = try LongThread(name: "lt-below-floor", options: .init(stackSize: size))
+                    exit(1)
+                } catch LongThreadError.cannotStart(let errno) where errno == EINVAL {
+                } catch {
+                    exit(2)
+                }
+            }
+            exit(FirstThreadTests.fullLife(stackSize: LongThread.Options.minimumStackSize) ? 0 : 3)
+        }
+    }
+
+    @Test(
+        "the process's first thread with few descriptors free starts or throws EMFILE, never halts the process",
+        arguments: 0...9
+    )
+    func firstThreadNearTheLimit(free: Int) async {
+        await #expect(processExitsWith: .success) { [free] in
+            FirstThreadTests.startFirstThread(free: free)
+        }
+    }
+
+    /// In the child: starts a thread on a stack of `stackSize` bytes and has it do what the library
+    /// does on its own stack: work, a timer, a descriptor source, an observer, a new mode and a
+    /// nested run in it, a stalled item whose stack a monitor captures (a signal handled on that
+    /// stack), settling in (its first callout after a millisecond asks for its scheduler slice and
+    /// makes its wake-up port), and a stop. Whether all of it went through.
+    static func fullLife(stackSize: Int) -> Bool {
+        guard let thread = try? LongThread(name: "lt-small-stack", options: .init(stackSize: stackSize)),
+              (try? thread.sync({ 6 * 7 })) == 42
+        else { return false }
+        defer { thread.stop() }
+        let fired = DispatchSemaphore(value: 0)
+        var ends: [Int32] = [0, 0]
+        guard (try? thread.perform(after: .milliseconds(2)) { fired.signal() }) != nil,
+              fired.wait(timeout: .now() + 10) == .success,
+              pipe(&ends) == 0,
+              let source = try? thread.watch(ends[0], for: .readable, { _ in fired.signal() }),
+              write(ends[1], "x", 1) == 1,
+              fired.wait(timeout: .now() + 10) == .success,
+              let observer = try? thread.addObserver(for: .all, { _ in })
+        else { return false }
+        source.cancel()
+        observer.cancel()
+        usleep(5_000)
+        let reported = DispatchSemaphore(value: 0)
+        guard let monitor = try? StallMonitor(threshold: .milliseconds(20), handler: { _ in reported.signal() }) else {
+            return false
+        }
+        monitor.watch(thread)
+        let nested = try? thread.sync { try thread.runNested(in: RunLoop.Mode("lt-small-stack-mode"), until: .now) }
+        guard nested != nil, (try? thread.sync({ usleep(100_000) })) != nil,
+              reported.wait(timeout: .now() + 10) == .success
+        else { return false }
+        monitor.unwatch(thread)
+        thread.stop()
+        return thread.waitUntilExit(timeout: .seconds(10))
+    }
+
+    /// In the child: leaves `free` descriptors below the limit and starts the process's first
+    /// thread there: it must start and serve, or throw `cannotStart(EMFILE)` (with 3 or fewer free
+    /// always: CF needs 3 for the thread's loop; with 8 or more, never: 3 for the main thread's
+    /// loop, 3 for the thread's and the headroom's spare make 7, and one more is slack); then,
+    /// with the descriptors freed, a thread must start and serve. Exits 0 when all held.
+    static func startFirstThread(free: Int) -> Never {
+        guard DescriptorExhaustionTests.lowerDescriptorLimit() != nil else { exit(2) }
+        var filler: [Int32] = []
+        while true {
+            let fd = open("/dev/null", O_RDONLY)
+            if fd < 0 { break }
+            filler.append(fd)
+        }
+        guard filler.count >= free else { exit(3) }
+        for fd in filler.suffix(free) { close(fd) }
+        filler.removeLast(free)
+        do {
+            let thread = try LongThread(name: "lt-first-fd")
+            guard free > 3, (try? thread.sync({ 1 })) == 1 else { exit(4) }
+            thread.stop()
+        } catch LongThreadError.cannotStart(let errno) where errno == EMFILE {
+            if free >= 8 { exit(5) }
+        } catch {
+            exit(6)
+        }
+        for fd in filler { close(fd) }
+        guard let after = try? LongThread(name: "lt-first-after"), (try? after.sync({ 2 })) == 2 else { exit(7) }
+        after.stop()
+        exit(0)
+    }
+}
