@@ -30,7 +30,7 @@ extension LongThread {
     /// > one). Use ``waitUntilExit(timeout:)`` to bound such a wait.
     ///
     /// In async code, `stop(waitUntilDone: false)` requests the stop without blocking (what a
-    /// cancellation or shutdown handler wants); `await` ``stop(pending:)-(_)`` waits by suspending.
+    /// cancellation or shutdown handler wants); `await` ``stop(pending:)-2hvqh`` waits by suspending.
     /// `waitUntilDone: true` there would hold a thread of the cooperative pool while the thread
     /// drains.
     ///
@@ -49,7 +49,7 @@ extension LongThread {
     /// `waitUntilDone: true`.
     ///
     /// Not from async code, where it would block a thread of the cooperative pool while the thread
-    /// drains: there, `await` ``stop(pending:)-(_)``, which suspends instead, or
+    /// drains: there, `await` ``stop(pending:)-2hvqh``, which suspends instead, or
     /// `stop(waitUntilDone: false)` not to wait. Top-level code (a `main.swift` that awaits) picks
     /// this overload even when written `await thread.stop()`, since the two differ only in
     /// `async`: there, `stop(waitUntilDone: false)`, then `await` ``waitUntilExit()``.
