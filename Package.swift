@@ -1,8 +1,19 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.1
 import PackageDescription
 
 // The core (LongThreads) depends on the toolchain alone; integrations with other packages get
 // their own targets and products so that `import LongThreads` never pulls them in.
+//
+// Each integration's package dependency is behind a package trait, off by default: a package that
+// depends on LongThreads alone resolves and fetches nothing else (SwiftPM skips a dependency that
+// only trait-gated target dependencies use while those traits are off). A user of an integration
+// enables its trait: `.package(url: …, branch: "main", traits: ["Logging"])`. This repository's
+// own build enables them all: `swift build --enable-all-traits` (scripts/test.sh, .ci/run).
+
+/// A target dependency on `product` of `package`, used only while `trait` is enabled.
+func gated(_ product: String, _ package: String, trait: String) -> Target.Dependency {
+    .product(name: product, package: package, condition: .when(traits: [trait]))
+}
 let package = Package(
     name: "LongThread",
     products: [
@@ -15,6 +26,23 @@ let package = Package(
         .executable(name: "longthread-daemon", targets: ["LongThreadDaemon"]),
         .executable(name: "longthread-stress", targets: ["LongThreadStress"]),
         .executable(name: "longthread-sqlite", targets: ["LongThreadSQLite"]),
+    ],
+    traits: [
+        .trait(name: "ServiceLifecycle", description: "LongThreadsServiceLifecycle (swift-service-lifecycle)"),
+        .trait(name: "Logging", description: "LongThreadsLogging (swift-log)"),
+        .trait(name: "Metrics", description: "LongThreadsMetrics (swift-metrics)"),
+        .trait(name: "Tracing", description: "LongThreadsTracing (swift-distributed-tracing)"),
+        .trait(
+            name: "Integrations",
+            description: "All four integration products",
+            enabledTraits: ["ServiceLifecycle", "Logging", "Metrics", "Tracing"]
+        ),
+        .trait(
+            name: "Tools",
+            description: "longthread-stress and the daemon example (swift-argument-parser); this repository's own",
+            enabledTraits: ["ServiceLifecycle", "Logging"]
+        ),
+        .default(enabledTraits: []),
     ],
     dependencies: [
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.6.0"),
@@ -32,25 +60,25 @@ let package = Package(
         // MARK: - Integrations
         .target(
             name: "LongThreadsServiceLifecycle",
-            dependencies: ["LongThreads", .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")],
+            dependencies: ["LongThreads", gated("ServiceLifecycle", "swift-service-lifecycle", trait: "ServiceLifecycle")],
             path: "Sources/LongThreadsServiceLifecycle"
         ),
         .target(
             name: "LongThreadsLogging",
-            dependencies: ["LongThreads", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["LongThreads", gated("Logging", "swift-log", trait: "Logging")],
             path: "Sources/LongThreadsLogging"
         ),
         .target(
             name: "LongThreadsMetrics",
-            dependencies: ["LongThreads", .product(name: "Metrics", package: "swift-metrics")],
+            dependencies: ["LongThreads", gated("Metrics", "swift-metrics", trait: "Metrics")],
             path: "Sources/LongThreadsMetrics"
         ),
         .target(
             name: "LongThreadsTracing",
             dependencies: [
                 "LongThreads",
-                .product(name: "Tracing", package: "swift-distributed-tracing"),
-                .product(name: "Instrumentation", package: "swift-distributed-tracing"),
+                gated("Tracing", "swift-distributed-tracing", trait: "Tracing"),
+                gated("Instrumentation", "swift-distributed-tracing", trait: "Tracing"),
             ],
             path: "Sources/LongThreadsTracing"
         ),
@@ -65,9 +93,9 @@ let package = Package(
             name: "DaemonExample",
             dependencies: [
                 "LongThreads", "LongThreadsServiceLifecycle", "LongThreadsLogging", "CLibBSD", "CSystemd", "ExampleSupport",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                gated("ArgumentParser", "swift-argument-parser", trait: "Tools"),
+                gated("Logging", "swift-log", trait: "Logging"),
+                gated("ServiceLifecycle", "swift-service-lifecycle", trait: "ServiceLifecycle"),
             ],
             path: "Examples/Daemon/Sources"
         ),
@@ -103,7 +131,7 @@ let package = Package(
             name: "LongThreadStress",
             dependencies: [
                 "LongThreads", "CLongThreadsShims",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                gated("ArgumentParser", "swift-argument-parser", trait: "Tools"),
             ],
             path: "Sources/LongThreadStress"
         ),
@@ -125,9 +153,9 @@ let package = Package(
             dependencies: [
                 "LongThreadsServiceLifecycle", "LongThreadsLogging", "LongThreadsMetrics", "LongThreadsTracing",
                 "LongThreadsTestSupport",
-                .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
-                .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
-                .product(name: "MetricsTestKit", package: "swift-metrics"),
+                gated("InMemoryTracing", "swift-distributed-tracing", trait: "Tracing"),
+                gated("ServiceLifecycleTestKit", "swift-service-lifecycle", trait: "ServiceLifecycle"),
+                gated("MetricsTestKit", "swift-metrics", trait: "Metrics"),
             ],
             path: "Tests/LongThreadsIntegrationTests",
             // README's snippets are compiled here: one that warns must fail the build.

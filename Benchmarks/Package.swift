@@ -15,7 +15,7 @@ let package = Package(
         .executable(name: "sqlite-bench", targets: ["SQLiteBench"]),
     ],
     dependencies: [
-        .package(path: "../"),
+        .package(path: "../", traits: ["Tracing"]),  // LongThreadsTracing, for the propagation figures
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.1.0"),

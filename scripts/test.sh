@@ -35,10 +35,12 @@ guarded() {
     bash scripts/watchdog.sh "${TEST_TIME_LIMIT:-600}" stdbuf -oL -eL "$@"
 }
 
+# Every package trait on: the integrations, the stress tool and the daemon example need theirs
+# (Package.swift; off by default so that a user of the core alone fetches nothing else).
 suites() {
-    swift build --build-tests "$@"
-    guarded swift test --skip-build --disable-xctest --no-parallel --skip ExamplesTests "$@"
-    guarded swift test --skip-build --disable-xctest --no-parallel --filter ExamplesTests "$@"
+    swift build --build-tests --enable-all-traits "$@"
+    guarded swift test --skip-build --enable-all-traits --disable-xctest --no-parallel --skip ExamplesTests "$@"
+    guarded swift test --skip-build --enable-all-traits --disable-xctest --no-parallel --filter ExamplesTests "$@"
 }
 
 step "swift test"

@@ -34,7 +34,8 @@ say("performSelector:onThread:waitUntilDone:YES crashes: 'target thread exited w
 let fresh = try LongThread(name: "demo.fresh")
 try perform(onThread: fresh) { print("   task A on \(threadName())") }
 try blocking { try perform(onThread: fresh, waitUntilDone: true) { print("   task B on \(threadName()), waited for") } }
-fresh.stop()
+fresh.stop(waitUntilDone: false) // top-level code: `await fresh.stop()` would pick the blocking overload
+await fresh.waitUntilExit()
 do {
     try blocking { try perform(onThread: fresh, waitUntilDone: true) { print("   never printed") } }
 } catch {
@@ -85,7 +86,8 @@ let drained = Counter()
 try worker.perform { usleep(50_000) } // keeps the worker busy while the rest queues up
 for _ in 0..<10_000 { try worker.perform { drained.add() } }
 say("queued 10,000 items behind a 50 ms task; stop(pending: .drain) ...")
-worker.stop(pending: .drain)
+worker.stop(waitUntilDone: false, pending: .drain)
+await worker.waitUntilExit()
 say("stop returned after all \(drained.value) ran and the thread ended: \(worker)")
 
 step("8. Stop, discarding what waits")

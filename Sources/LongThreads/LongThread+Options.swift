@@ -50,8 +50,8 @@ extension LongThread {
         ///
         /// A short slice gives the thread an early deadline when work wakes it, so it preempts
         /// CPU-bound threads instead of waiting for their slice to end: with two busy threads on
-        /// two CPUs, the 99.9th percentile of a round trip fell from ~3 ms to ~75 µs (README,
-        /// Benchmarks). Its share of the CPU stays the same; a long task it runs is preempted
+        /// two CPUs, the 99.9th percentile of a round trip fell from ~3 ms to ~75 µs. Its share
+        /// of the CPU stays the same; a long task it runs is preempted
         /// more often when others want the CPU. Set only for `SCHED_OTHER` threads
         /// (``LongThread/SchedulingPolicy/inherited`` from such a thread, or ``LongThread/SchedulingPolicy/other(nice:)``),
         /// on the thread itself, by its first callout (task, timer or descriptor handler) once the

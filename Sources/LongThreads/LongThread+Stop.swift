@@ -1,6 +1,6 @@
 extension LongThread {
     /// Stops the thread: refuses new work, drains or discards what was accepted, ends the loop,
-    /// and (by default) waits until the thread has ended.
+    /// and (with `waitUntilDone`) waits until the thread has ended.
     ///
     /// - Order: with `.drain`, every item accepted before the stop runs first, in order (items for
     ///   other modes run in those modes); with `.discard`, the item running now completes and every
@@ -29,17 +29,58 @@ extension LongThread {
     /// > for the caller (for example a task that calls `sync` on the thread that is stopping this
     /// > one). Use ``waitUntilExit(timeout:)`` to bound such a wait.
     ///
-    /// From async code, a waiting stop holds a thread of the cooperative pool while the thread
-    /// drains: there, prefer `stop(waitUntilDone: false)` followed by `await` ``waitUntilExit()``.
+    /// In async code, `stop(waitUntilDone: false)` requests the stop without blocking (what a
+    /// cancellation or shutdown handler wants); `await` ``stop(pending:)-2hvqh`` waits by suspending.
+    /// `waitUntilDone: true` there would hold a thread of the cooperative pool while the thread
+    /// drains.
     ///
     /// - Parameters:
     ///   - waitUntilDone: Whether to block until the thread has ended and been joined.
     ///   - pending: What becomes of work accepted but not yet run: ``PendingWork/drain`` runs it,
     ///     ``PendingWork/discard`` releases it unrun.
-    public func stop(waitUntilDone: Bool = true, pending: LongThread.PendingWork = .drain) {
+    public func stop(waitUntilDone: Bool, pending: LongThread.PendingWork = .drain) {
         core.requestStop(pending)
         if waitUntilDone && !isCurrent {
             core.waitUntilExit(timeout: nil)
+        }
+    }
+
+    /// Stops the thread and blocks until it has ended: ``stop(waitUntilDone:pending:)`` with
+    /// `waitUntilDone: true`.
+    ///
+    /// Not from async code, where it would block a thread of the cooperative pool while the thread
+    /// drains: there, `await` ``stop(pending:)-2hvqh``, which suspends instead, or
+    /// `stop(waitUntilDone: false)` not to wait. Top-level code (a `main.swift` that awaits) picks
+    /// this overload even when written `await thread.stop()`, since the two differ only in
+    /// `async`: there, `stop(waitUntilDone: false)`, then `await` ``waitUntilExit()``.
+    /// - Parameter pending: What becomes of work accepted but not yet run.
+    /// - Callable from: any thread, actor or `deinit`; from the thread's own work it requests the
+    ///   stop and returns at once.
+    @available(
+        *, noasync,
+        message: "blocks a cooperative thread: use 'await thread.stop()' (in top-level code: 'thread.stop(waitUntilDone: false)', then 'await thread.waitUntilExit()')"
+    )
+    public func stop(pending: LongThread.PendingWork = .drain) {
+        stop(waitUntilDone: true, pending: pending)
+    }
+
+    /// Stops the thread and suspends the calling task until it has ended and been joined, without
+    /// blocking a thread of the cooperative pool while it drains.
+    ///
+    /// Everything ``stop(waitUntilDone:pending:)`` says of the order, the cut-off, nested runs and
+    /// concurrent calls holds. Does not end early when the task is cancelled: the stop, once
+    /// requested, is not taken back.
+    /// - Parameter pending: What becomes of work accepted but not yet run: ``PendingWork/drain``
+    ///   runs it, ``PendingWork/discard`` releases it unrun.
+    /// - Callable from: any task, including a method of an actor pinned to this thread: the call
+    ///   runs off the thread (a nonisolated async function), so the thread is free to drain while
+    ///   the task is suspended, and the rest of that method runs on the actor's successor once the
+    ///   thread has ended. Should it run on the thread itself (a caller's executor it inherits), it
+    ///   requests the stop and returns at once, as a thread cannot await its own end.
+    public func stop(pending: LongThread.PendingWork = .drain) async {
+        core.requestStop(pending)
+        if !isCurrent {
+            await core.waitUntilExit()
         }
     }
 

@@ -14,6 +14,11 @@ import ServiceLifecycle
 /// try await group.run()     // SIGTERM: db drains its accepted work, then its thread ends
 /// ```
 ///
+/// List it before the services that post to its thread (`httpServer` above): a group shuts its
+/// services down one at a time, in reverse order of the list, so the thread stops after them and
+/// runs every item they posted. Listed after them, it stops first and their last posts throw
+/// `LongThreadError.stopped`.
+///
 /// ## Life story
 /// 1. `run()` suspends (it blocks no cooperative thread) while the thread serves work.
 /// 2. A graceful shutdown (SIGTERM in a `ServiceGroup`, or `testGracefulShutdown`'s trigger)

@@ -32,7 +32,7 @@ struct ContextPropagationTests {
     @Test("run: the poster's ServiceContext is current inside the work")
     func run() async throws {
         let thread = try LongThread(name: "lt-ctx-run")
-        defer { thread.stop() }
+        defer { thread.stopAtTestEnd() }
         let seen = try await ServiceContext.withValue(context("run-1")) {
             try await thread.run { ServiceContext.current?[RequestID.self] }
         }
@@ -54,7 +54,7 @@ struct ContextPropagationTests {
     @Test("perform without waiting: the context rides with the queued work")
     func performWithoutWaiting() async throws {
         let thread = try LongThread(name: "lt-ctx-perform")
-        defer { thread.stop() }
+        defer { thread.stopAtTestEnd() }
         let seen = Mutex<[String?]>([])
         let done = Latch(count: 2)
         let gate = Latch()
@@ -76,7 +76,7 @@ struct ContextPropagationTests {
     @Test("a pinned actor's jobs see the caller's context (the task carries it)")
     func pinnedActor() async throws {
         let thread = try LongThread(name: "lt-ctx-actor")
-        defer { thread.stop() }
+        defer { thread.stopAtTestEnd() }
         let reader = PinnedReader(thread: thread)
         let seen = await ServiceContext.withValue(context("actor-1")) { await reader.requestID() }
         #expect(seen == "actor-1")
@@ -87,7 +87,7 @@ struct ContextPropagationTests {
         LongThread.contextPropagator = nil
         defer { ServiceContextPropagator.bootstrap() }
         let thread = try LongThread(name: "lt-ctx-none")
-        defer { thread.stop() }
+        defer { thread.stopAtTestEnd() }
         let seen = try await ServiceContext.withValue(context("dropped")) {
             try await thread.run { ServiceContext.current?[RequestID.self] }
         }
@@ -100,7 +100,7 @@ struct ContextPropagationTests {
         ServiceContextPropagator.bootstrap(tracingTasks: true, tracer: tracer)
         defer { ServiceContextPropagator.bootstrap() }
         let thread = try LongThread(name: "lt-ctx-span")
-        defer { thread.stop() }
+        defer { thread.stopAtTestEnd() }
         let poster = tracer.startSpan("request", context: context("span-1"))
         let seen = try await ServiceContext.withValue(poster.context) {
             try await thread.run(label: "parse") { ServiceContext.current?[RequestID.self] }

@@ -32,7 +32,7 @@ struct LoggingInstrumentTests {
         for _ in 0..<7 { try thread.perform {} }
         thread.stop(waitUntilDone: false, pending: .discard)
         gate.countDown()
-        thread.stop()
+        await thread.stop()
         let requested = try #require(store.records(withMessage: "LongThread stop requested").first)
         #expect(requested.metadata["longthread.pending"] == "discard")
         let stopped = try #require(store.records(withMessage: "LongThread stopped").first)
@@ -44,7 +44,7 @@ struct LoggingInstrumentTests {
     func stallIsLoggedAtWarning() async throws {
         let store = RecordingLogHandler.Store()
         let thread = try LongThread(name: "lt-log-stall", options: .init(instrument: LoggingInstrument(logger: store.logger())))
-        defer { thread.stop() }
+        defer { thread.stopAtTestEnd() }
         let monitor = try StallMonitor(threshold: .milliseconds(20)) { _ in }
         defer { monitor.unwatch(thread) }
         monitor.watch(thread)
@@ -77,7 +77,7 @@ struct LoggingInstrumentTests {
     func slowDeliveryIsLogged() async throws {
         let store = RecordingLogHandler.Store()
         let thread = try LongThread(name: "lt-log-late", options: .init(instrument: LoggingInstrument(logger: store.logger())))
-        defer { thread.stop() }
+        defer { thread.stopAtTestEnd() }
         let monitor = try StallMonitor(threshold: .seconds(60), deliveryThreshold: .milliseconds(5)) { _ in }
         defer { monitor.unwatch(thread) }
         monitor.watch(thread)

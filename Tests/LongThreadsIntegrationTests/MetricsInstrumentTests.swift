@@ -17,7 +17,7 @@ struct MetricsInstrumentTests {
         #expect(await eventually { threadIsSleeping(tid) })
         for _ in 0..<100 { try thread.perform {} }
         _ = try await thread.run { 1 }
-        thread.stop()
+        await thread.stop()
 
         let dimensions = [("thread", "lt-metrics")]
         #expect(try metrics.expectCounter("longthread.tasks.run", dimensions).totalValue == 102) // with kernelThreadID's
@@ -39,7 +39,7 @@ struct MetricsInstrumentTests {
         for _ in 0..<9 { try thread.perform {} }
         thread.stop(waitUntilDone: false, pending: .discard)
         gate.countDown()
-        thread.stop()
+        await thread.stop()
         #expect(try metrics.expectCounter("longthread.tasks.discarded", [("thread", "lt-metrics-dis")]).totalValue == 9)
     }
 
@@ -50,7 +50,7 @@ struct MetricsInstrumentTests {
             name: "lt-metrics-stall",
             options: .init(instrument: MetricsInstrument(threadName: "lt-metrics-stall", factory: metrics))
         )
-        defer { thread.stop() }
+        defer { thread.stopAtTestEnd() }
         let monitor = try StallMonitor(threshold: .milliseconds(20)) { _ in }
         defer { monitor.unwatch(thread) }
         monitor.watch(thread)

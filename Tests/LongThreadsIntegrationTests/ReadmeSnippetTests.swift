@@ -8,6 +8,7 @@ import MetricsTestKit
 import ServiceLifecycle
 import ServiceLifecycleTestKit
 import Foundation
+import Synchronization
 import Testing
 
 // README.md's Swift snippets, and the integration snippets of the DocC articles, verbatim between
@@ -37,11 +38,78 @@ func tourExample(connection: Connection, sql: String) async throws -> (rows: [St
     monitor.watch(db)                                             // reports a task that runs too long
     try db.perform(label: "parse feed") { connection.execute("ANALYZE") }
 
-    db.stop(waitUntilDone: false)  // refuse new work, drain what was accepted, end the loop; then:
-    await db.waitUntilExit()       // suspends (blocking no pool thread) until it has ended and been joined
+    await db.stop()   // refuse new work, drain what was accepted, end the loop, join: the task suspends
     return (rows, rowCount)
 }
 // README: end
+
+/// Stands in for the C library of the README's set-up snippet: opened, used and closed on its
+/// thread (the counts let the test see that each ran once).
+final class Store: Sendable {
+    static let shared = Store()
+    private let counts = Mutex((opened: 0, closed: 0))
+    func open() throws { counts.withLock { $0.opened += 1 } }
+    func close() { counts.withLock { $0.closed += 1 } }
+    func count() -> Int { counts.withLock { $0.opened - $0.closed } }
+}
+
+// README: setUp
+func setUpExample() async throws -> (LongThread, Int) {
+    let sqlite = try LongThread(name: "sqlite", options: .init(
+        setUp: { try Store.shared.open() },     // on the thread, before its first item
+        tearDown: { Store.shared.close() }      // on the thread, after its last, however it ends
+    ))
+    let count = try await sqlite.run { Store.shared.count() }
+    return (sqlite, count)
+}
+// README: end
+
+// The C library of "Confining a C library" (DocC), with a stand-in for its C API.
+enum MyLibError: Error { case cannotOpen, closed }
+private final class FakeLibraryHandle {}
+func mylib_open() -> OpaquePointer? { OpaquePointer(Unmanaged.passRetained(FakeLibraryHandle()).toOpaque()) }
+func mylib_close(_ handle: OpaquePointer) { Unmanaged<FakeLibraryHandle>.fromOpaque(UnsafeRawPointer(handle)).release() }
+func mylib_version(_ handle: OpaquePointer) -> Int32 { 3 }
+
+// DocC: confining
+/// A handle of a library that allows one thread at a time, kept for the thread that owns it.
+final class Confined: Sendable {
+    private let handle = Mutex<OpaquePointer?>(nil)
+
+    func open() throws {                         // from setUp, on the thread
+        try handle.withLock { handle in
+            guard let opened = mylib_open() else { throw MyLibError.cannotOpen }
+            handle = opened
+        }
+    }
+
+    func use<T: Sendable>(_ body: @Sendable (OpaquePointer) throws -> T) throws -> T {   // from posted work
+        try handle.withLock { handle in
+            guard let handle else { throw MyLibError.closed }
+            return try body(handle)
+        }
+    }
+
+    func close() {                               // from tearDown, on the thread
+        handle.withLock { handle in
+            if let open = handle { mylib_close(open) }
+            handle = nil
+        }
+    }
+}
+
+func confiningExample() async throws -> Int32 {
+    let library = Confined()
+    let thread = try LongThread(name: "mylib", options: .init(
+        setUp: { try library.open() },
+        tearDown: { library.close() }
+    ))
+    let version = try await thread.run { try library.use { mylib_version($0) } }
+    await thread.stop()
+    #expect(throws: MyLibError.closed) { try library.use { mylib_version($0) } }
+    return version
+}
+// DocC: end
 
 // README: executor
 actor Database {
@@ -63,7 +131,6 @@ actor Database {
 
 func executorExample() async throws -> (Int, Bool) {
     let thread = try LongThread(name: "db")
-    defer { thread.stop() }
     let db = Database(thread: thread)
     _ = await db.insert()                        // a hop onto "db", FIFO with perform work
     let rows = try await thread.run { db.rowsFromThreadWork() }
@@ -71,6 +138,7 @@ func executorExample() async throws -> (Int, Bool) {
         async let child = LongThread.current === thread   // child tasks run on "db" too
         return await child
     }
+    await thread.stop()
     return (rows, onThread)
 }
 // README: end
@@ -139,6 +207,19 @@ struct ReadmeSnippetTests {
         let (rows, rowCount) = try await tourExample(connection: Connection(), sql: "SELECT 1")
         #expect(rows == ["SELECT 1"])
         #expect(throws: LongThreadError.stopped) { try rowCount() }
+    }
+
+    @Test("setUp snippet: set up before the first item, torn down once the thread ends")
+    func setUp() async throws {
+        let (thread, count) = try await setUpExample()
+        #expect(count == 1)
+        await thread.stop()
+        #expect(Store.shared.count() == 0)
+    }
+
+    @Test("confining snippet: opened on the thread, used there, closed when it ends")
+    func confining() async throws {
+        #expect(try await confiningExample() == 3)
     }
 
     @Test("executor snippet")

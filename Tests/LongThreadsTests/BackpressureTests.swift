@@ -146,7 +146,7 @@ struct BackpressureTests {
     @Test("run suspends the task while the queue is full, and completes once there is room")
     func runSuspends() async throws {
         let thread = try Self.thread("lt-bp-run", high: 2, low: 0, whenFull: .throwError)
-        defer { thread.stop() }
+        defer { thread.stopAtTestEnd() }
         let gate = Latch()
         try thread.occupy(until: gate)
         try thread.perform {}
@@ -160,7 +160,7 @@ struct BackpressureTests {
     @Test("a task cancelled while waiting for room gets CancellationError, and its work never runs")
     func cancelledWhileWaiting() async throws {
         let thread = try Self.thread("lt-bp-cancel", high: 1, low: 0, whenFull: .throwError)
-        defer { thread.stop() }
+        defer { thread.stopAtTestEnd() }
         let gate = Latch()
         try thread.occupy(until: gate)
         let ran = Counter()
@@ -220,7 +220,7 @@ struct BackpressureTests {
     @Test("actor jobs are never refused by a full queue")
     func actorJobsNeverRefused() async throws {
         let thread = try Self.thread("lt-bp-actor", high: 1, low: 0, whenFull: .throwError)
-        defer { thread.stop() }
+        defer { thread.stopAtTestEnd() }
         let pinned = Pinned(thread: thread)
         let gate = Latch()
         try thread.occupy(until: gate)

@@ -60,7 +60,7 @@ struct DescriptorExhaustionTests {
             }
             while ContinuousClock.now < deadline {
                 guard let thread = try? LongThread(name: "lt-race-start") else { continue }
-                thread.stop()
+                await thread.stop()
             }
             watcherDone.wait()
             exit(0)

@@ -37,7 +37,7 @@ struct DescriptorHeadroomTests {
             if fcntl(0, F_GETFD) >= 0 { exit(3) }
             let thread = try LongThread(name: "lt-no-stdin")
             guard try await thread.run({ 1 }) == 1 else { exit(1) }
-            thread.stop()
+            await thread.stop()
         }
     }
 }

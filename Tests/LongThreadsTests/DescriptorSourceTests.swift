@@ -270,7 +270,7 @@ struct DescriptorSourceTests {
             if !called.wait() { exit(4) }
             source.cancel()
             if (try? thread.syncBlocking { 42 }) != 42 { exit(5) }
-            thread.stop()
+            await thread.stop()
         }
     }
 

@@ -51,7 +51,7 @@ struct ExecutorTests {
     @Test("an actor pinned to a LongThread runs every method, and every leg of an async method, on that thread")
     func pinnedActorRunsOnThread() async throws {
         let thread = try LongThread(name: "lt-exec-pin")
-        defer { thread.stop() }
+        defer { thread.stopAtTestEnd() }
         let pinned = Pinned(thread: thread)
         for expected in 1...20 {
             let (count, onThread) = await pinned.increment()
@@ -66,7 +66,7 @@ struct ExecutorTests {
     @Test("actor jobs and perform work share one FIFO queue")
     func jobsInterleaveWithPerform() async throws {
         let thread = try LongThread(name: "lt-exec-fifo")
-        defer { thread.stop() }
+        defer { thread.stopAtTestEnd() }
         let pinned = Pinned(thread: thread)
         let log = Recorder<String>()
         var expected: [String] = []
@@ -83,7 +83,7 @@ struct ExecutorTests {
     @Test("jobs of many concurrent callers run one at a time on the thread")
     func concurrentCallersAreSerial() async throws {
         let thread = try LongThread(name: "lt-exec-many")
-        defer { thread.stop() }
+        defer { thread.stopAtTestEnd() }
         let pinned = Pinned(thread: thread)
         let allOnThread = await withTaskGroup(of: Bool.self) { group in
             for _ in 0..<200 { group.addTask { await pinned.increment().onThread } }
@@ -98,7 +98,7 @@ struct ExecutorTests {
     @Test("assumeIsolated and preconditionIsolated hold inside perform, sync and run work")
     func isolationHoldsInsidePerformWork() async throws {
         let thread = try LongThread(name: "lt-exec-iso")
-        defer { thread.stop() }
+        defer { thread.stopAtTestEnd() }
         let pinned = Pinned(thread: thread)
         _ = await pinned.increment()
         let viaSync = try thread.syncBlocking { pinned.assumeIsolated { $0.count } }
@@ -121,11 +121,11 @@ struct ExecutorTests {
     @Test("isIsolatingCurrentContext is true on the thread and false elsewhere (the check, without a crash)")
     func isolationCheckAnswers() async throws {
         let thread = try LongThread(name: "lt-exec-ask")
-        defer { thread.stop() }
+        defer { thread.stopAtTestEnd() }
         #expect(thread.isIsolatingCurrentContext() == false)
         #expect(try thread.syncBlocking { thread.isIsolatingCurrentContext() } == true)
         let other = try LongThread(name: "lt-exec-ask2")
-        defer { other.stop() }
+        defer { other.stopAtTestEnd() }
         #expect(try other.syncBlocking { thread.isIsolatingCurrentContext() } == false)
     }
 
@@ -159,7 +159,7 @@ struct ExecutorTests {
     @Test("withTaskExecutorPreference runs the body and its child tasks on the thread")
     func taskExecutorPreference() async throws {
         let thread = try LongThread(name: "lt-exec-pref")
-        defer { thread.stop() }
+        defer { thread.stopAtTestEnd() }
         let (body, children, asyncLet) = await withTaskExecutorPreference(thread) {
             let body = LongThread.current === thread
             let children = await withTaskGroup(of: Bool.self) { group in
@@ -179,7 +179,7 @@ struct ExecutorTests {
     @Test("run: a task cancelled before its work started skips the work and throws CancellationError")
     func runCancelledBeforeStart() async throws {
         let thread = try LongThread(name: "lt-exec-cancel")
-        defer { thread.stop() }
+        defer { thread.stopAtTestEnd() }
         let gate = Latch()
         let blocked = Latch()
         try thread.perform {
@@ -200,7 +200,7 @@ struct ExecutorTests {
     @Test("run: once started, the work completes despite cancellation")
     func runCancelledAfterStart() async throws {
         let thread = try LongThread(name: "lt-exec-cancel2")
-        defer { thread.stop() }
+        defer { thread.stopAtTestEnd() }
         let started = Latch()
         let gate = Latch()
         let task = Task {
@@ -243,7 +243,7 @@ struct ExecutorTests {
         let thread = try LongThread(name: "lt-exec-after")
         let pinned = Pinned(thread: thread)
         _ = await pinned.increment()
-        thread.stop()
+        await thread.stop()
         let results = await withTaskGroup(of: (count: Int, onThread: Bool).self) { group in
             for _ in 0..<100 { group.addTask { await pinned.increment() } }
             return await group.reduce(into: []) { $0.append($1) }

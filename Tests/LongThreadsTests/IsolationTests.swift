@@ -10,7 +10,7 @@ struct IsolationTests {
     @Test("sync, perform and run accept closures written in @MainActor code")
     func mainActorClosures() async throws {
         let thread = try LongThread(name: "lt-mainactor")
-        defer { thread.stop() }
+        defer { thread.stopAtTestEnd() }
         let local = 20
         let value = try thread.syncBlocking { local + 1 }
         #expect(value == 21)

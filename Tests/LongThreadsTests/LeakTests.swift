@@ -13,14 +13,14 @@ struct LeakTests {
                 return (names.filter { $0.hasPrefix("lt-") }.count, ProcessCensus.descriptorCount, names)
             }
             // Warm up: Foundation and CF create their process-wide state once.
-            for _ in 0..<5 { try! LongThread(name: "lt-warm").stop() }
+            for _ in 0..<5 { await (try! LongThread(name: "lt-warm")).stop() }
             _ = waitUntil(timeout: .seconds(2)) { census().ours == 0 }
             let before = census()
             for cycle in 0..<1000 {
                 let thread = try! LongThread(name: "lt-cycle")
                 try! thread.perform { _ = cycle }
                 if cycle.isMultiple(of: 3) { _ = try! thread.syncBlocking { cycle } }
-                thread.stop(pending: cycle.isMultiple(of: 2) ? .drain : .discard)
+                await thread.stop(pending: cycle.isMultiple(of: 2) ? .drain : .discard)
             }
             // A joined thread's kernel task leaves /proc a moment after the join returns (the
             // kernel wakes the joiner before it reaps the task): wait for that, bounded.

@@ -8,7 +8,7 @@ struct OrderingTests {
     @Test("every item runs on the thread itself")
     func runsOnThread() async throws {
         let thread = try LongThread(name: "lt-on-thread")
-        defer { thread.stop() }
+        defer { thread.stopAtTestEnd() }
         let done = Latch()
         let sawIt = Recorder<Bool>()
         try thread.perform {
@@ -26,7 +26,7 @@ struct OrderingTests {
     @Test("FIFO for each producer across perform, perform(waitUntilDone:), sync and run")
     func fifoAcrossEveryWayOfPosting() async throws {
         let thread = try LongThread(name: "lt-fifo")
-        defer { thread.stop() }
+        defer { thread.stopAtTestEnd() }
         let log = Recorder<(producer: Int, sequence: Int)>()
         let producers = 4
         let perProducer = 400

@@ -223,7 +223,7 @@ struct StopTests {
     @Test("awaiting the end from the thread's own work returns false at once")
     func awaitExitOnTheThread() async throws {
         let thread = try LongThread(name: "lt-await-exit-self")
-        defer { thread.stop() }
+        defer { thread.stopAtTestEnd() }
         let result = await withTaskExecutorPreference(thread) { await thread.waitUntilExit() }
         #expect(!result)
         #expect(thread.isRunning)

@@ -7,7 +7,7 @@ struct TimerCancellationTests {
     @Test("a cancelled run(after:) releases its timer at once, not at its deadline")
     func cancelledRunAfterReleasesTimer() async throws {
         let thread = try LongThread(name: "lt-cancel-after")
-        defer { thread.stop() }
+        defer { thread.stopAtTestEnd() }
         let waiters = (0..<100).map { _ in Task { try await thread.run(after: .seconds(3600)) { 1 } } }
         #expect(await eventually { thread.statistics.pendingTimers == 100 })
         for waiter in waiters { waiter.cancel() }

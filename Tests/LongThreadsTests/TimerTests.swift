@@ -80,7 +80,7 @@ struct TimerTests {
         }
         let waiter = Task { try await thread.run(after: .seconds(60)) { 1 } }
         #expect(await eventually { thread.statistics.pendingTimers == 2 })
-        thread.stop()
+        await thread.stop()
         #expect(timer.isCancelled)
         #expect(weakTracked == nil)
         await #expect(throws: LongThreadError.discarded) { try await waiter.value }
@@ -150,7 +150,7 @@ struct TimerTests {
     @Test("run(after:) returns the work's value")
     func runAfter() async throws {
         let thread = try LongThread(name: "lt-run-after")
-        defer { thread.stop() }
+        defer { thread.stopAtTestEnd() }
         #expect(try await thread.run(after: .milliseconds(10)) { thread.isCurrent })
     }
 }

@@ -42,7 +42,7 @@ struct WaitingTests {
     @Test("run returns the work's value and rethrows its error")
     func runValueAndError() async throws {
         let thread = try LongThread(name: "lt-run")
-        defer { thread.stop() }
+        defer { thread.stopAtTestEnd() }
         #expect(try await thread.run { "on \(LongThread.current?.name ?? "?")" } == "on lt-run")
         await #expect(throws: SomeError()) { try await thread.run { throw SomeError() } }
     }
@@ -65,7 +65,7 @@ struct WaitingTests {
     @Test("run on a cancelled task skips the work and throws CancellationError")
     func runCancelledBeforeStart() async throws {
         let thread = try LongThread(name: "lt-cancel")
-        defer { thread.stop() }
+        defer { thread.stopAtTestEnd() }
         let gate = Latch()
         try thread.perform { gate.wait() }
         let ran = Counter()
@@ -80,7 +80,7 @@ struct WaitingTests {
     @Test("run whose work already started completes despite cancellation")
     func runCancelledAfterStart() async throws {
         let thread = try LongThread(name: "lt-cancel2")
-        defer { thread.stop() }
+        defer { thread.stopAtTestEnd() }
         let started = Latch()
         let release = Latch()
         let task = Task { try await thread.run { started.countDown(); release.wait(); return 7 } }
