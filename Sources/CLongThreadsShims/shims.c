@@ -30,6 +30,22 @@ int32_t CLongThreadsShims_gettid(void) {
     return (int32_t)syscall(SYS_gettid);
 }
 
+bool CLongThreadsShims_isFutexSystemCall(long number) {
+#ifdef SYS_futex
+    if (number == SYS_futex) return true;
+#endif
+#ifdef SYS_futex_time64
+    if (number == SYS_futex_time64) return true;
+#endif
+#ifdef SYS_futex_waitv
+    if (number == SYS_futex_waitv) return true;
+#endif
+#ifdef SYS_futex_wait
+    if (number == SYS_futex_wait) return true;
+#endif
+    return false;
+}
+
 size_t CLongThreadsShims_currentStackSize(void) {
     pthread_attr_t attributes;
     if (pthread_getattr_np(pthread_self(), &attributes) != 0) return 0;

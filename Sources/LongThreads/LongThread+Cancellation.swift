@@ -72,7 +72,7 @@ extension LongThread {
 
         /// Takes the work back if it has not started; its closure is released before this returns,
         /// and so is the timer of delayed work (``LongThread/perform(at:modes:label:group:_:)``,
-        /// or ``LongThread/perform(after:modes:group:_:)`` with a group) when no other work waits on it.
+        /// or ``LongThread/perform(after:modes:label:group:_:)`` with a group) when no other work waits on it.
         ///
         /// - Returns: true when the work was removed and will never run; false when it has started
         ///   (it completes), ended, or was already cancelled.
@@ -181,7 +181,7 @@ extension LongThread {
 
     /// A set of queued work that can be taken back at once, like Android's
     /// `removeCallbacksAndMessages(token)`: give the same group to several
-    /// ``LongThread/submit(modes:label:group:_:)``, ``LongThread/perform(after:modes:group:_:)``,
+    /// ``LongThread/submit(modes:label:group:_:)``, ``LongThread/perform(after:modes:label:group:_:)``,
     /// ``LongThread/perform(at:modes:label:group:_:)``,
     /// ``LongThread/perform(waitUntilDone:timeout:modes:label:group:_:)`` or
     /// ``LongThread/sync(timeout:modes:label:group:_:)`` calls, on one thread or several, then

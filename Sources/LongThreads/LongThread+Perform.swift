@@ -250,10 +250,10 @@ extension LongThread {
         label: String?,
         _ work: @escaping @Sendable () throws -> T
     ) async throws -> T {
-        if try runsInline() {
-            try Task.checkCancellation()
-            return try work()
-        }
+        // Cancellation first: a cancelled task hears CancellationError, on this thread after a
+        // stop too, as it would from anywhere else.
+        if isCurrent { try Task.checkCancellation() }
+        if try runsInline() { return try work() }
         while true {
             do {
                 return try await runOnce(modes: modes, label: label, work)

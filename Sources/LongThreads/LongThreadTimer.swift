@@ -1,6 +1,6 @@
 import Foundation
 
-/// A timer on a LongThread's run loop: delayed work (``LongThread/perform(after:modes:group:_:)``) or a
+/// A timer on a LongThread's run loop: delayed work (``LongThread/perform(after:modes:label:group:_:)``) or a
 /// repeating callback (``LongThread/schedule(every:tolerance:modes:_:)``).
 ///
 /// Not Foundation's `Timer` (which never frees its closure on Linux), nor a CF timer each: a
@@ -27,9 +27,14 @@ public final class LongThreadTimer: @unchecked Sendable {
         case repeating(@Sendable (LongThreadTimer) -> Void)
     }
 
-    private enum State {
-        case scheduled(Work)
-        case ended
+    /// What the timer still has to do, and whether its work or callback runs now, with who waits
+    /// for it to return (`cancel(then:)`): one lock, where a fire and a cancel decide against
+    /// each other.
+    private struct State {
+        /// Its work or callback; nil once it can fire no more (cancelled, fired once, stopping).
+        var work: Work?
+        var running = false
+        var notices: [@Sendable () -> Void] = []
     }
 
     // MARK: Immutable
@@ -41,9 +46,6 @@ public final class LongThreadTimer: @unchecked Sendable {
 
     // MARK: Guarded by its own lock
     private let state: Locked<State>
-    /// Whether its work or callback runs now, and who waits for it to return (`cancel(then:)`).
-    /// Under `state`'s lock: a fire and a cancel decide against each other there.
-    private let firing: Locked<(running: Bool, notices: [@Sendable () -> Void])>
 
     // MARK: Guarded by its thread's lock (`ThreadCore.shared`)
     /// Where the thread's `TimerSchedule` keeps it (a heap index, or a marker).
@@ -56,17 +58,16 @@ public final class LongThreadTimer: @unchecked Sendable {
         // A repeating callback runs in the context of whoever scheduled it, every time (a one-shot
         // timer's `WorkItem` captured it when it was made: `ContextCarrier`).
         if case .repeating(let callback) = work {
-            self.state = Locked(.scheduled(.repeating(ContextCarrier.carry(callback))))
+            self.state = Locked(State(work: .repeating(ContextCarrier.carry(callback))))
         } else {
-            self.state = Locked(.scheduled(work))
+            self.state = Locked(State(work: work))
         }
-        self.firing = Locked((false, []))
     }
 
     /// True once the timer can fire no more: cancelled, fired (one-shot), or its thread stopping.
     /// - Callable from: any thread.
     public var isCancelled: Bool {
-        state.withLock { if case .ended = $0 { true } else { false } }
+        state.withLock { $0.work == nil }
     }
 
     /// Stops the timer and releases its closure. A one-shot timer's work that had not started is
@@ -89,12 +90,10 @@ public final class LongThreadTimer: @unchecked Sendable {
     /// - Parameter notice: Called exactly once. Keep it short when it runs on the timer's thread.
     public func cancel(then notice: @escaping @Sendable () -> Void) {
         cancel()
-        let now = state.withLock { _ in
-            firing.withLock { firing -> Bool in
-                guard firing.running else { return true }
-                firing.notices.append(notice)
-                return false
-            }
+        let now = state.withLock { state -> Bool in
+            guard state.running else { return true }
+            state.notices.append(notice)
+            return false
         }
         if now { notice() }
     }
@@ -122,9 +121,9 @@ public final class LongThreadTimer: @unchecked Sendable {
     /// Loop thread: the CF timer fired.
     func fire() {
         let work = state.withLock { state -> Work? in
-            guard case .scheduled(let work) = state else { return nil }
-            if case .once = work { state = .ended }
-            firing.withLock { $0.running = true }
+            guard let work = state.work else { return nil }
+            if case .once = work { state.work = nil }
+            state.running = true
             return work
         }
         switch work {
@@ -137,21 +136,18 @@ public final class LongThreadTimer: @unchecked Sendable {
         case nil:
             return
         }
-        let notices = state.withLock { _ in
-            firing.withLock { firing in
-                firing.running = false
-                defer { firing.notices = [] }
-                return firing.notices
-            }
+        let notices = state.withLock { state in
+            state.running = false
+            defer { state.notices = [] }
+            return state.notices
         }
         for notice in notices { notice() }
     }
 
     private func end() -> Work? {
         state.withLock { state in
-            guard case .scheduled(let work) = state else { return nil }
-            state = .ended
-            return work
+            defer { state.work = nil }
+            return state.work
         }
     }
 }
@@ -177,22 +173,25 @@ extension LongThread {
     /// - Parameters:
     ///   - delay: How long to wait.
     ///   - modes: The run-loop modes the work may run in.
+    ///   - label: Names the work for a ``ContextPropagator`` (a tracing span's name, say), as for
+    ///     ``perform(at:modes:label:group:_:)``; the timer does not keep it.
     ///   - group: A group to take the work back with, among others.
     ///   - work: The work.
     @discardableResult
     public func perform(
         after delay: Duration,
         modes: [RunLoop.Mode] = [.default],
+        label: String? = nil,
         group: WorkGroup? = nil,
         _ work: @escaping @Sendable () -> Void
     ) throws(LongThreadError) -> LongThreadTimer {
         guard let group else {
-            let timer = LongThreadTimer(core: core, work: .once(.make(work, label: nil)), interval: nil, tolerance: .zero)
+            let timer = LongThreadTimer(core: core, work: .once(.make(work, label: label)), interval: nil, tolerance: .zero)
             try core.schedule(timer, after: delay, modes: modes)
             return timer
         }
         // In a group, the work is a handle the group can cancel, and a cancel takes the timer too.
-        let item = QueuedWork(work, label: nil, group: group, waitable: false, withdrawable: true)
+        let item = QueuedWork(work, label: label, group: group, waitable: false, withdrawable: true)
         let timer = LongThreadTimer(core: core, work: .once(.waiting(item)), interval: nil, tolerance: .zero)
         try item.post { () throws(LongThreadError) in try core.schedule(timer, after: delay, modes: modes) }
         item.withdrawal?.hold { [weak timer] in timer?.cancel() }

@@ -1,3 +1,4 @@
+import CLongThreadsShims
 import Glibc
 
 extension StallMonitor {
@@ -7,37 +8,86 @@ extension StallMonitor {
     /// A thread asleep in a system call other than a futex wait is never sent the capture
     /// signal: a handler would cut short what it waits in (a blocking `write` to a full pipe
     /// returns a short count, `usleep` and `poll` return early). The monitor reads
-    /// `/proc/self/task/<tid>/stat`, `/proc/self/task/<tid>/syscall` and
-    /// `/proc/self/task/<tid>/wchan` instead, which disturbs nothing. (A futex wait, which the
-    /// kernel restarts unseen, gets a stack.)
+    /// `/proc/self/task/<tid>/syscall`, `/proc/self/task/<tid>/stat` and
+    /// `/proc/self/task/<tid>/wchan` instead, which disturbs nothing. The `syscall` file alone
+    /// decides: a thread it shows running (one that woke since the stall was seen), or a file
+    /// that cannot be read, gets its stack captured; so does a futex wait, which the kernel
+    /// restarts unseen.
     ///
     /// - Threading: a value; reports are handed to the monitor's handler on its thread.
     public struct KernelWait: Sendable, Hashable, CustomStringConvertible {
-        /// The thread's scheduler state letter from `/proc/self/task/<tid>/stat`: `S` (asleep,
-        /// interruptible), `D` (asleep, uninterruptible: disk or kernel I/O), `T` or `t`
-        /// (stopped, traced).
-        public var state: String
+        /// A thread's scheduler state, from `/proc/self/task/<tid>/stat`.
+        ///
+        /// - Threading: a value.
+        public enum State: Sendable, Hashable, CustomStringConvertible {
+            /// `R`: on a CPU or ready for one (it woke between the monitor's reads of `/proc`).
+            case running
+            /// `S`: asleep and interruptible, as in a blocking `read`, `poll` or `nanosleep`.
+            case sleeping
+            /// `D`: asleep and uninterruptible, as in disk or other kernel I/O.
+            case diskSleep
+            /// `T` or `t`: stopped by a signal, or by a tracer.
+            case stopped
+            /// `Z`: exited, not yet reaped.
+            case zombie
+            /// Another letter (`I` idle, `X` dead, ...), or `?` when `stat` could not be read.
+            case other(Character)
+
+            /// The state for a letter of `/proc/.../stat`.
+            public init(letter: Character) {
+                switch letter {
+                case "R": self = .running
+                case "S": self = .sleeping
+                case "D": self = .diskSleep
+                case "T", "t": self = .stopped
+                case "Z": self = .zombie
+                default: self = .other(letter)
+                }
+            }
+
+            /// `running`, `sleeping`, `disk sleep`, `stopped`, `zombie`, or `state X`.
+            public var description: String {
+                switch self {
+                case .running: "running"
+                case .sleeping: "sleeping"
+                case .diskSleep: "disk sleep"
+                case .stopped: "stopped"
+                case .zombie: "zombie"
+                case .other(let letter): "state \(letter)"
+                }
+            }
+        }
+
+        /// The thread's scheduler state, read just after the system call: normally
+        /// ``State/sleeping`` or ``State/diskSleep``; ``State/running`` if it woke meanwhile.
+        public var state: State
         /// The number of the system call it is in, if it is in one (`-1` in the kernel's file:
         /// blocked outside a system call, say on a page fault, gives nil).
         public var systemCall: Int?
-        /// The system call's name when the library knows the number (the common blocking calls:
-        /// `read`, `write`, `poll`, `futex`, `epoll_wait`, `nanosleep`, `accept`, ...).
+        /// The system call's name when the library knows the number on this architecture (the
+        /// common blocking calls on x86_64 and arm64: `read`, `write`, `poll`, `futex`,
+        /// `epoll_wait`, `nanosleep`, `accept`, ...); nil otherwise (``systemCall`` has the number).
         public var systemCallName: String?
         /// The kernel function the thread sleeps in (`wchan`, say `pipe_write` or
         /// `futex_wait_queue`); nil when the kernel hides it (it then reads `0`).
         public var waitChannel: String?
-        /// The user-space instruction that made the system call, named (often the C library's
-        /// wrapper, such as `write`); nil when the kernel does not say.
+        /// The user-space instruction that made the system call, named: the C library's wrapper
+        /// (`write`, or, with a newer glibc, its common `__syscall_cancel_arch`); nil when the
+        /// kernel does not say.
         public var caller: Frame?
 
         /// Whether the thread waits in a futex (a lock, a condition): the kernel restarts that
         /// wait after a handler installed with `SA_RESTART` as if nothing happened, so the
-        /// monitor may signal the thread for its stack instead.
-        var isRestartedUnseen: Bool { systemCallName == "futex" }
+        /// monitor may signal the thread for its stack instead. Decided by number, so that it
+        /// holds on every architecture (`futex`, `futex_time64`, `futex_waitv`, `futex_wait`).
+        var isRestartedUnseen: Bool {
+            systemCall.map { CLongThreadsShims_isFutexSystemCall($0) } ?? false
+        }
 
-        /// `state S in write (wait channel pipe_write), called from write + 20 (libc.so.6)`.
+        /// `sleeping in system call write (wait channel pipe_write), called from
+        /// __syscall_cancel_arch + 31 (libc.so.6)`.
         public var description: String {
-            var text = "state \(state)"
+            var text = "\(state)"
             if let systemCall { text += " in system call \(systemCallName ?? "#\(systemCall)")" }
             if let waitChannel { text += " (wait channel \(waitChannel))" }
             if let caller { text += ", called from \(caller)" }
@@ -48,31 +98,38 @@ extension StallMonitor {
 
 /// Reads how a thread waits in the kernel from `/proc` (see `StallMonitor.KernelWait`).
 enum KernelWaitReader {
-    /// The thread's scheduler state letter, or nil if `/proc` cannot be read.
-    static func state(ofThread tid: Int32) -> String? {
-        guard let stat = read("/proc/self/task/\(tid)/stat"), let close = stat.lastIndex(of: ")") else { return nil }
-        // "tid (comm) S ...": the name may hold spaces and parentheses; the state follows the last ")".
-        return stat[stat.index(after: close)...].split(separator: " ").first.map(String.init)
+    /// How the thread waits, if it is asleep in the kernel; nil when it runs, or when `/proc`
+    /// cannot be read (then the monitor captures its stack).
+    static func wait(ofThread tid: Int32) -> StallMonitor.KernelWait? {
+        let task = "/proc/self/task/\(tid)"
+        // The system call file decides alone: `stat`, read apart from it, may be older or newer.
+        guard let syscall = read("\(task)/syscall") else { return nil }
+        return wait(syscall: syscall, stat: read("\(task)/stat"), wchan: read("\(task)/wchan"))
     }
 
-    /// How the thread waits, if it is asleep (any state but `R`); nil when it runs or `/proc`
-    /// cannot be read.
-    static func wait(ofThread tid: Int32) -> StallMonitor.KernelWait? {
-        guard let state = state(ofThread: tid), state != "R" else { return nil }
-        var wait = StallMonitor.KernelWait(state: state)
-        // "nr arg1 ... arg6 sp pc", "-1 sp pc" (blocked outside a call), or "running".
-        if let fields = read("/proc/self/task/\(tid)/syscall")?.split(whereSeparator: \.isWhitespace),
-           let number = fields.first.flatMap({ Int($0) }), number >= 0 {
+    /// The wait `/proc/.../syscall` describes: "nr arg1 ... arg6 sp pc" (asleep in call `nr`),
+    /// "-1 sp pc" (asleep outside a call, say on a page fault), or "running" (nil: its stack is
+    /// captured instead). `stat` and `wchan` only add details.
+    static func wait(syscall: String, stat: String?, wchan: String?) -> StallMonitor.KernelWait? {
+        let fields = syscall.split(whereSeparator: \.isWhitespace)
+        guard let number = fields.first.flatMap({ Int($0) }) else { return nil }
+        var wait = StallMonitor.KernelWait(state: stat.flatMap(state(inStat:)) ?? .other("?"))
+        if number >= 0 {
             wait.systemCall = number
             wait.systemCallName = systemCallNames[number]
             if fields.count >= 9, let pc = UInt(fields[8].dropFirst(2), radix: 16), pc != 0 {
                 wait.caller = StackSampler.symbolicate([pc]).first
             }
         }
-        if let channel = read("/proc/self/task/\(tid)/wchan"), !channel.isEmpty, channel != "0" {
-            wait.waitChannel = channel
-        }
+        if let wchan, !wchan.isEmpty, wchan != "0" { wait.waitChannel = wchan }
         return wait
+    }
+
+    /// The scheduler state in a `stat` line, "tid (comm) S ...": the name may hold spaces and
+    /// parentheses; the state follows the last ")".
+    private static func state(inStat stat: String) -> StallMonitor.KernelWait.State? {
+        guard let close = stat.lastIndex(of: ")") else { return nil }
+        return stat[stat.index(after: close)...].first { $0 != " " }.map(StallMonitor.KernelWait.State.init(letter:))
     }
 
     /// A small `/proc` file, whole, without its trailing newline.
@@ -88,7 +145,8 @@ enum KernelWaitReader {
         return text
     }
 
-    /// The common blocking system calls, by number on this architecture.
+    /// The common blocking system calls, by number on this architecture; for descriptions only
+    /// (decisions go by number).
     #if arch(x86_64)
     static let systemCallNames: [Int: String] = [
         0: "read", 1: "write", 2: "open", 7: "poll", 16: "ioctl", 17: "pread64", 18: "pwrite64", 19: "readv",

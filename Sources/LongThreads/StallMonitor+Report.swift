@@ -35,9 +35,10 @@ extension StallMonitor {
         /// nil otherwise.
         public var stackNote: String?
         /// For a ``Kind/slowDispatch`` report of a thread asleep in the kernel (a blocking system
-        /// call, a lock's futex), which it was not interrupted in: where it waited, in place of
-        /// ``stack``. Nil when the thread was running (then ``stack`` has its frames), and for
-        /// ``Kind/slowDelivery``. See "What a report contains" in ``StallMonitor``.
+        /// call such as `read`, `write` or `poll`, or a page fault), which it was not interrupted
+        /// in: where it waited, in place of ``stack``. Nil when the thread was running, and when
+        /// it waited in a futex (a lock, a condition: the kernel restarts that wait unseen): then
+        /// ``stack`` has its frames. Nil for ``Kind/slowDelivery`` too. See "What a report contains" in ``StallMonitor``.
         public var kernelWait: StallMonitor.KernelWait? = nil
 
         /// One line for logs (the thread, the kind, the label, the time), then the stack, one

@@ -42,28 +42,29 @@ import Synchronization
 /// sent it, and a stray instance (say from `kill(1)`) is ignored by the handler.
 ///
 /// ## What a report contains
-/// Before it signals, the monitor reads the stalled thread's state from
-/// `/proc/self/task/<tid>/stat`:
-/// - **Running** (state `R`: computing, or runnable): the thread is sent the signal, and the
-///   report carries its stack (``Report/stack``), as above.
-/// - **Waiting for a lock or a condition** (asleep in a `futex` wait: `pthread_mutex_lock`,
-///   `pthread_cond_wait`, `NSLock`, `NSCondition`, `Mutex`, semaphores): signalled as a running
-///   thread, and the report carries its stack. The kernel restarts a futex wait after a handler
-///   installed with `SA_RESTART` as if nothing happened, so the thread sees nothing.
-/// - **Asleep in any other system call** (any other state: `S` in `read`, `write`, `poll`,
-///   `nanosleep`, `accept`..., `D` in disk I/O, `T` stopped): the thread is **not** signalled,
-///   so nothing it waits in is cut short (a `write` to a full pipe completes whole, a `usleep`
+/// Before it signals, the monitor reads what the stalled thread does from
+/// `/proc/self/task/<tid>/syscall`, which alone decides:
+/// - **Running** (the file says `running`: computing, or runnable; or the file cannot be read):
+///   the thread is sent the signal, and the report carries its stack (``Report/stack``), as above.
+/// - **Waiting for a lock or a condition** (asleep in a futex wait: `pthread_mutex_lock`,
+///   `pthread_cond_wait`, `NSLock`, `NSCondition`, `Mutex`, semaphores; recognised by the system
+///   call's number on every architecture): signalled as a running thread, and the report carries
+///   its stack. The kernel restarts a futex wait after a handler installed with `SA_RESTART` as
+///   if nothing happened, so the thread sees nothing.
+/// - **Asleep in any other system call** (`read`, `write`, `poll`, `nanosleep`, `accept`...,
+///   disk I/O, or outside a call, say on a page fault): the thread is **not** signalled, so
+///   nothing it waits in is cut short (a `write` to a full pipe completes whole, a `usleep`
 ///   sleeps its full time). The report carries ``Report/kernelWait`` instead: the system call
-///   (number and name, from `/proc/self/task/<tid>/syscall`), the kernel's wait channel
-///   (`wchan`), and the user-space instruction that made the call, named; ``Report/stack`` is
-///   empty and ``Report/stackNote`` says why. Such a report names the call the thread waits in,
-///   not the work's own functions.
+///   (number, and name where known), the scheduler state (from `/proc/self/task/<tid>/stat`), the
+///   kernel's wait channel (`wchan`), and the user-space instruction that made the call, named;
+///   ``Report/stack`` is empty and ``Report/stackNote`` says why. Such a report names the call
+///   the thread waits in, not the work's own functions.
 /// - **Neither** (capture off, the callout ended meanwhile, the signal taken by someone else, the
 ///   thread blocking it): no stack and no kernel wait; ``Report/stackNote`` says which.
 ///
 /// What the stalled work can observe: nothing while it sleeps in the kernel (a futex wait is
 /// restarted unseen). A running thread is interrupted once per report. Only if it enters a blocking system call in the microseconds
-/// between the state check and the signal is that call interrupted: it is then restarted where
+/// between the `syscall` read and the signal is that call interrupted: it is then restarted where
 /// the kernel allows (`read`, `write`, `recv`, `send`, `accept`, `connect`, `open`, `wait`,
 /// `flock`, `pthread_mutex_lock`, futex waits, ...), except that a `read` or `write` that moved
 /// some bytes already returns that short count; calls the kernel never restarts after a handler
@@ -337,9 +338,10 @@ final class StallMonitorState: Sendable {
 
     /// A thread asleep in a system call is not signalled (the handler would cut its call short:
     /// a blocking `write` returned a short count): its wait is read from `/proc`, and trusted only
-    /// if the same callout still runs after the read. A running thread's stack is captured, and so
-    /// is that of a thread in a futex wait (a lock, a condition), which the kernel restarts
-    /// unseen after the handler (`SA_RESTART`): the commonest stall keeps its stack.
+    /// if the same callout still runs after the read. A running thread's stack is captured (so is
+    /// one whose `syscall` file cannot be read), and so is that of a thread in a futex wait (a
+    /// lock, a condition), which the kernel restarts unseen after the handler (`SA_RESTART`): the
+    /// commonest stall keeps its stack.
     private static func whereabouts(of core: ThreadCore, start: UInt64) -> Whereabouts {
         let tid = core.watch.kernelThreadID.load(ordering: .relaxed)
         if tid != 0, let wait = KernelWaitReader.wait(ofThread: tid), !wait.isRestartedUnseen {

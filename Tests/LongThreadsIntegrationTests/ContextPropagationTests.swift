@@ -115,4 +115,25 @@ struct ContextPropagationTests {
         #expect(task.attributes["longthread.name"]?.toSpanAttribute() == .string("lt-ctx-span"))
         #expect(task.attributes["longthread.queue.wait_ns"] != nil)
     }
+
+    @Test("perform(after:label:) names its span, with and without a group, as perform(at:label:) does")
+    func delayedWorkLabel() async throws {
+        let tracer = InMemoryTracer()
+        ServiceContextPropagator.bootstrap(tracingTasks: true, tracer: tracer)
+        defer { ServiceContextPropagator.bootstrap() }
+        let thread = try LongThread(name: "lt-ctx-after")
+        defer { thread.stop() }
+        let done = Latch(count: 3)
+        try ServiceContext.withValue(context("after-1")) {
+            try thread.perform(after: .milliseconds(1), label: "after") { done.countDown() }
+            try thread.perform(after: .milliseconds(1), label: "after in a group", group: LongThread.WorkGroup()) { done.countDown() }
+            try thread.perform(at: .now + .milliseconds(1), label: "at") { done.countDown() }
+        }
+        #expect(await done.value())
+        // A span ends just after its work returns: a bounded wait for the third.
+        let clock = ContinuousClock()
+        let limit = clock.now + .seconds(10)
+        while tracer.finishedSpans.count < 3, clock.now < limit { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(Set(tracer.finishedSpans.map(\.operationName)) == ["after", "after in a group", "at"])
+    }
 }

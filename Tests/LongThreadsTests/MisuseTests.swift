@@ -115,4 +115,30 @@ struct MisuseTests {
         #expect(result == .stopped)
         await thread.waitUntilExit()
     }
+
+    @Test("a cancelled task's run on the thread itself throws CancellationError, after a stop too")
+    func inlineRunCancelledAfterStop() async throws {
+        let thread = try LongThread(name: "lt-inline-run-cancelled")
+        // A task of its own, so that cancelling it leaves the test's task alone. (On this runtime
+        // the call into `run` hops, and a stopping thread's jobs go to its successor, so this
+        // takes the post path, as `inlineRunAfterStop` does; `run` checks cancellation before
+        // the inline rule for a runtime that stays on the thread.)
+        let (onThread, outcome) = await Task { await withTaskExecutorPreference(thread) { () async -> (Bool, String) in
+            await Task.yield() // the body starts on the caller's executor; it is on the thread after a hop
+            let onThread = thread.isCurrent
+            thread.stop(waitUntilDone: false)
+            withUnsafeCurrentTask { $0?.cancel() }
+            do {
+                _ = try await thread.run { 1 }
+                return (onThread, "ran")
+            } catch is CancellationError {
+                return (onThread, "cancelled")
+            } catch {
+                return (onThread, "\(error)")
+            }
+        } }.value
+        #expect(onThread)
+        #expect(outcome == "cancelled")
+        await thread.waitUntilExit()
+    }
 }

@@ -68,9 +68,26 @@ struct TimerCancellationTests {
         #expect(thread.statistics.pendingTimers == 1, "the second item still waits on the shared timer")
         #expect(second.cancel())
         #expect(thread.statistics.pendingTimers == 0)
-        // A bucket emptied by cancels takes new work again, under a new timer.
+        // A bucket emptied by cancels takes new work again, under a new timer: repost at the
+        // very deadline whose bucket was emptied.
+        let again = try thread.perform(at: shared) {}
+        #expect(thread.statistics.pendingTimers == 1, "the emptied bucket's deadline has a timer again")
+        #expect(again.state == .waiting)
+        #expect(again.cancel())
+        #expect(thread.statistics.pendingTimers == 0)
+        // And one that is due runs: a past deadline, emptied and reposted while the thread is busy.
+        let busy = Latch()
+        let gate = Latch()
+        try thread.perform {
+            busy.countDown()
+            gate.wait()
+        }
+        #expect(busy.wait())
+        let past = ContinuousClock.now - .seconds(1)
+        #expect(try thread.perform(at: past) {}.cancel())
         let ran = Latch()
-        try thread.perform(at: .now) { ran.countDown() }
+        try thread.perform(at: past) { ran.countDown() }
+        gate.countDown()
         #expect(ran.wait())
     }
 
@@ -134,14 +151,18 @@ struct TimerCancellationTests {
         let timer = try thread.schedule(every: .milliseconds(1)) { _ in
             inCallback.countDown()
             release.wait()
-            log.record("returned")
+            log.record("callback returns")
         }
         #expect(await inCallback.value())
-        async let cancelled: Void = timer.cancelAndWait()
+        let waiter = Task {
+            await timer.cancelAndWait()
+            log.record("cancelAndWait returned")
+        }
         #expect(await eventually { timer.isCancelled })
-        #expect(log.events.isEmpty)
+        // The callback is held: an early return would be logged within this bounded wait.
+        #expect(await eventually(timeout: .milliseconds(200)) { !log.events.isEmpty } == false)
         release.countDown()
-        await cancelled
-        #expect(log.events == ["returned"])
+        await waiter.value
+        #expect(log.events == ["callback returns", "cancelAndWait returned"])
     }
 }

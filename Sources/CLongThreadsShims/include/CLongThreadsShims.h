@@ -12,6 +12,11 @@
 int CLongThreadsShims_setCurrentThreadName(const char *name);
 /// The kernel thread id of the calling thread.
 int32_t CLongThreadsShims_gettid(void);
+
+/// Whether `number` is a futex wait on this architecture (`futex`, and `futex_time64`,
+/// `futex_waitv`, `futex_wait` where the headers define them): the stall monitor's test for a wait
+/// the kernel restarts unseen after a signal handler. By number, so that no name table is needed.
+bool CLongThreadsShims_isFutexSystemCall(long number);
 /// The calling thread's stack size in bytes (pthread_getattr_np), or 0 on failure.
 size_t CLongThreadsShims_currentStackSize(void);
 /// eventfd(2), non-blocking and close-on-exec.
