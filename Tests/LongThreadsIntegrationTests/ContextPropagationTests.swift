@@ -2,6 +2,7 @@ import InMemoryTracing
 import LongThreads
 import LongThreadsTracing
 import Synchronization
+import LongThreadsTestSupport
 import Testing
 import Tracing
 
@@ -122,7 +123,7 @@ struct ContextPropagationTests {
         ServiceContextPropagator.bootstrap(tracingTasks: true, tracer: tracer)
         defer { ServiceContextPropagator.bootstrap() }
         let thread = try LongThread(name: "lt-ctx-after")
-        defer { thread.stop() }
+        defer { thread.stopAtTestEnd() }
         let done = Latch(count: 3)
         try ServiceContext.withValue(context("after-1")) {
             try thread.perform(after: .milliseconds(1), label: "after") { done.countDown() }

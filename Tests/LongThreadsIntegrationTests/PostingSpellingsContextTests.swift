@@ -1,6 +1,7 @@
 import Foundation
 import LongThreads
 import LongThreadsTracing
+import LongThreadsTestSupport
 import Testing
 import Tracing
 
@@ -150,7 +151,7 @@ struct PostingSpellingsContextTests {
     func awaitingSpelling(_ index: Int) async throws {
         let (key, post) = PostingSpelling.awaiting[index]
         let thread = try LongThread(name: "lt-ctx-spelling")
-        defer { thread.stop() }
+        defer { thread.stopAtTestEnd() }
         let seen = Recorder<String>()
         try await ServiceContext.withValue(context(key)) {
             try await post(thread) { seen.record(ServiceContext.current?[SpellingRequestID.self] ?? "none") }

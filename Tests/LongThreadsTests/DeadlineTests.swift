@@ -1,5 +1,6 @@
 import Foundation
 import LongThreads
+import LongThreadsTestSupport
 import Testing
 
 @Suite("Deadlines and timeouts: perform(at:), run(at:), sync(timeout:), perform(waitUntilDone:timeout:)")
@@ -45,7 +46,7 @@ struct DeadlineTests {
     @Test("run(at:) with deadlines already passed: deadline order too")
     func runAtPastDeadlinesInDeadlineOrder() async throws {
         let thread = try LongThread(name: "lt-run-at-past")
-        defer { thread.stop() }
+        defer { thread.stopAtTestEnd() }
         let gate = Latch()
         try thread.occupy(until: gate)
         let log = Recorder<Int>()

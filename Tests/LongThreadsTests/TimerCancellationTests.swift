@@ -1,5 +1,6 @@
 import Foundation
 import LongThreads
+import LongThreadsTestSupport
 import Testing
 
 @Suite("Cancelling timers")
@@ -20,7 +21,7 @@ struct TimerCancellationTests {
     @Test("a cancelled run(at:) releases its timer at once, not at its deadline")
     func cancelledRunAtReleasesTimer() async throws {
         let thread = try LongThread(name: "lt-cancel-at")
-        defer { thread.stop() }
+        defer { thread.stopAtTestEnd() }
         let deadline = ContinuousClock.now + .seconds(3600)
         // Distinct deadlines (a timer each) and one shared one (a timer for 50 items).
         let waiters = (0..<100).map { index in
@@ -37,7 +38,7 @@ struct TimerCancellationTests {
     @Test("cancelled run(at:) closures are released at once")
     func cancelledRunAtReleasesClosure() async throws {
         let thread = try LongThread(name: "lt-cancel-at-closure")
-        defer { thread.stop() }
+        defer { thread.stopAtTestEnd() }
         var canary: Canary? = Canary()
         let watch = WeakBox(canary!)
         let waiter = Task { [canary] in try await thread.run(at: .now + .seconds(3600)) { canary?.touch() } }
@@ -144,7 +145,7 @@ struct TimerCancellationTests {
     @Test("cancelAndWait() returns once the running callback returned")
     func cancelAndWaitWhileRunning() async throws {
         let thread = try LongThread(name: "lt-cancel-wait")
-        defer { thread.stop() }
+        defer { thread.stopAtTestEnd() }
         let log = Recorder<String>()
         let inCallback = Latch()
         let release = Latch()
