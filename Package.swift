@@ -104,7 +104,7 @@ let package = Package(
             name: "SQLiteExample",
             dependencies: [
                 "LongThreads", "LongThreadsServiceLifecycle", "CSQLite", "ExampleSupport",
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                gated("ServiceLifecycle", "swift-service-lifecycle", trait: "ServiceLifecycle"),
             ],
             path: "Examples/SQLite/Sources"
         ),
@@ -122,8 +122,8 @@ let package = Package(
             name: "LongThreadSQLite",
             dependencies: [
                 "SQLiteExample", "LongThreads",
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                gated("Logging", "swift-log", trait: "Logging"),
+                gated("ServiceLifecycle", "swift-service-lifecycle", trait: "ServiceLifecycle"),
             ],
             path: "Examples/SQLite/Main"
         ),
@@ -166,8 +166,8 @@ let package = Package(
             dependencies: [
                 "AFNetworkingExample", "WeexExample", "DaemonExample", "SQLiteExample", "ExampleSupport",
                 "LongThreadsTestSupport",
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                gated("Logging", "swift-log", trait: "Logging"),
+                gated("ServiceLifecycle", "swift-service-lifecycle", trait: "ServiceLifecycle"),
             ],
             path: "Tests/ExamplesTests"
         ),
