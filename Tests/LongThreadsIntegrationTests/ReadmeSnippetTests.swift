@@ -64,6 +64,22 @@ func setUpExample() async throws -> (LongThread, Int) {
 }
 // README: end
 
+/// Stands in for the README's SQLite store: not `Sendable`, made and used on its thread only.
+final class SQLiteStore {
+    private(set) var rows = 0
+    init(path: String) throws { rows = path.isEmpty ? 0 : 1 }
+    func count() throws -> Int { rows }
+}
+
+// README: bound
+func boundExample(path: String) async throws -> (LongThread, ThreadBound<SQLiteStore>, Int) {
+    let sqlite = try LongThread(name: "sqlite")
+    let store = try await ThreadBound(on: sqlite) { try SQLiteStore(path: path) }  // opened on "sqlite"
+    let count = try await store.run { try $0.count() }    // in order with the thread's other work
+    return (sqlite, store, count)
+}
+// README: end
+
 // The C library of "Confining a C library" (DocC), with a stand-in for its C API.
 enum MyLibError: Error { case cannotOpen, closed }
 private final class FakeLibraryHandle {}
@@ -72,41 +88,26 @@ func mylib_close(_ handle: OpaquePointer) { Unmanaged<FakeLibraryHandle>.fromOpa
 func mylib_version(_ handle: OpaquePointer) -> Int32 { 3 }
 
 // DocC: confining
-/// A handle of a library that allows one thread at a time, kept for the thread that owns it.
-final class Confined: Sendable {
-    private let handle = Mutex<OpaquePointer?>(nil)
+/// A handle of a library that allows one thread at a time.
+final class Library {                            // not Sendable: it never leaves its thread
+    private let handle: OpaquePointer
 
-    func open() throws {                         // from setUp, on the thread
-        try handle.withLock { handle in
-            guard let opened = mylib_open() else { throw MyLibError.cannotOpen }
-            handle = opened
-        }
+    init() throws {                              // on the thread
+        guard let opened = mylib_open() else { throw MyLibError.cannotOpen }
+        handle = opened
     }
 
-    func use<T: Sendable>(_ body: @Sendable (OpaquePointer) throws -> T) throws -> T {   // from posted work
-        try handle.withLock { handle in
-            guard let handle else { throw MyLibError.closed }
-            return try body(handle)
-        }
-    }
+    var version: Int32 { mylib_version(handle) }
 
-    func close() {                               // from tearDown, on the thread
-        handle.withLock { handle in
-            if let open = handle { mylib_close(open) }
-            handle = nil
-        }
-    }
+    deinit { mylib_close(handle) }               // on the thread, however it ends
 }
 
 func confiningExample() async throws -> Int32 {
-    let library = Confined()
-    let thread = try LongThread(name: "mylib", options: .init(
-        setUp: { try library.open() },
-        tearDown: { library.close() }
-    ))
-    let version = try await thread.run { try library.use { mylib_version($0) } }
+    let thread = try LongThread(name: "mylib")
+    let library = try await ThreadBound(on: thread) { try Library() }   // what init throws, this throws
+    let version = try await library.run { $0.version }
     await thread.stop()
-    #expect(throws: MyLibError.closed) { try library.use { mylib_version($0) } }
+    await #expect(throws: LongThreadError.stopped) { try await library.run { $0.version } }
     return version
 }
 // DocC: end
@@ -215,6 +216,14 @@ struct ReadmeSnippetTests {
         #expect(count == 1)
         await thread.stop()
         #expect(Store.shared.count() == 0)
+    }
+
+    @Test("bound snippet: made and used on the thread; unreachable once it ended")
+    func bound() async throws {
+        let (thread, store, count) = try await boundExample(path: "db.sqlite")
+        #expect(count == 1)
+        await thread.stop()
+        await #expect(throws: LongThreadError.stopped) { try await store.run { try $0.count() } }
     }
 
     @Test("confining snippet: opened on the thread, used there, closed when it ends")
