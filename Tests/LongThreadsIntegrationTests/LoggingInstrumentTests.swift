@@ -1,3 +1,4 @@
+import Glibc
 import Logging
 import LongThreads
 import LongThreadsLogging
@@ -73,6 +74,32 @@ struct LoggingInstrumentTests {
         #expect(frames.contains { "\($0)".contains("parseFeedStuck") }, "\(frames)")
     }
 
+    @Test("a stall asleep in the kernel is logged with its system call, as no stack is taken")
+    func stallInTheKernelIsLoggedWithItsSystemCall() async throws {
+        let store = RecordingLogHandler.Store()
+        let thread = try LongThread(name: "lt-log-kernel", options: .init(instrument: LoggingInstrument(logger: store.logger())))
+        defer { thread.stopAtTestEnd() }
+        let monitor = try StallMonitor(threshold: .milliseconds(20)) { _ in }
+        defer { monitor.unwatch(thread) }
+        monitor.watch(thread)
+        let (readEnd, writeEnd) = try #require(pipeEnds())
+        defer { close(readEnd); close(writeEnd) }
+        // Posted from a timer, as above; the task sleeps in read(2) until the report is in.
+        try thread.perform(after: .milliseconds(1)) {
+            try? thread.perform(label: "wait for input") {
+                var byte: UInt8 = 0
+                _ = read(readEnd, &byte, 1)
+            }
+        }
+        let reported = await eventually { !store.records(withMessage: "LongThread stalled").isEmpty }
+        _ = write(writeEnd, "x", 1)
+        #expect(reported)
+        let stall = try #require(store.records(withMessage: "LongThread stalled").first)
+        #expect(stall.metadata["longthread.stack"] == nil)
+        let wait = try #require(stall.metadata["longthread.kernel.wait"], "\(stall.metadata)")
+        #expect("\(wait)".contains("read"), "\(wait)")
+    }
+
     @Test("a slow delivery is logged as such, not as a stall")
     func slowDeliveryIsLogged() async throws {
         let store = RecordingLogHandler.Store()
@@ -105,6 +132,12 @@ struct LoggingInstrumentTests {
         thread.stop()
         #expect(store.records.isEmpty)
     }
+}
+
+/// A pipe's read and write ends, or nil.
+func pipeEnds() -> (Int32, Int32)? {
+    var ends: [Int32] = [0, 0]
+    return pipe(&ends) == 0 ? (ends[0], ends[1]) : nil
 }
 
 /// A task stuck in a function of its own, for the stack in the stall's log record.
