@@ -1,0 +1,84 @@
+import Foundation
+
+/// Hostile and heavy clients of the daemon (python3 scripts; see ``DaemonPeer``).
+extension DaemonPeer {
+    /// Sends `argv[2]` copies of the line `argv[3]` and reads the replies, printing
+    /// "replies <n> ok <m>" at the end of the stream (or once every reply to a PING came).
+    /// `argv[4]`: "after" sends everything first, then (after `argv[5]` seconds) reads, printing
+    /// "sent" once sent; "slow" reads at about 2 MB/s while a second thread sends, printing
+    /// "reading" after the first 50,000 replies. Either way the daemon's socket buffer to the
+    /// client fills while the client still sends, or still has replies owed.
+    static let pipeline = """
+    import socket, sys, threading, time
+    path, count, word, mode = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+    delay = float(sys.argv[5]) if len(sys.argv) > 5 else 0
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(path)
+    payload = (word + "\\n").encode() * count
+    def send():
+        try:
+            s.sendall(payload)
+            print("sent", flush=True)
+        except OSError as e:
+            print("send stopped: errno %d" % e.errno, flush=True)
+    if mode == "after":
+        send()
+        time.sleep(delay)
+    else:
+        threading.Thread(target=send, daemon=True).start()
+    s.settimeout(10)
+    replies, ok, pending, told = 0, 0, b"", False
+    try:
+        while not (word == "PING" and replies == count):
+            chunk = s.recv(2048 if mode == "slow" else 65536)
+            if not chunk:
+                break
+            lines = (pending + chunk).split(b"\\n")
+            pending = lines.pop()
+            replies += len(lines)
+            ok += sum(1 for line in lines if line.startswith(b"OK"))
+            if replies >= 50000 and not told:
+                told = True
+                print("reading", flush=True)
+            if mode == "slow":
+                time.sleep(0.001)
+    except ConnectionResetError:
+        pass
+    except socket.timeout:
+        print("timed out", flush=True)
+    print("replies %d ok %d" % (replies, ok), flush=True)
+    """
+
+    /// Sends PINGs from a second thread until the daemon stops taking them, reading nothing.
+    /// Prints "cut" when the daemon closes the connection, or "not cut" after `argv[2]` seconds.
+    static let floodNeverReads = """
+    import select, socket, sys, threading
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(sys.argv[1])
+    def flood():
+        try:
+            while True:
+                s.sendall(b"PING\\n" * 4096)
+        except OSError:
+            pass
+    threading.Thread(target=flood, daemon=True).start()
+    print("flooding", flush=True)
+    poller = select.poll()
+    poller.register(s, select.POLLHUP)
+    print("cut" if poller.poll(float(sys.argv[2]) * 1000) else "not cut", flush=True)
+    """
+
+    /// Opens `argv[2]` connections, each sending a PING, and keeps them open (reading nothing)
+    /// until killed; prints "connected <n>".
+    static let crowd = """
+    import socket, sys, time
+    held = []
+    for _ in range(int(sys.argv[2])):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(sys.argv[1])
+        s.sendall(b"PING\\n")
+        held.append(s)
+    print("connected %d" % len(held), flush=True)
+    time.sleep(600)
+    """
+}
