@@ -4,14 +4,15 @@ import Foundation
 extension DaemonPeer {
     /// Sends `argv[2]` copies of the line `argv[3]` and reads the replies, printing
     /// "replies <n> ok <m>" at the end of the stream (or once every reply to a PING came).
-    /// `argv[4]`: "after" sends everything first, then (after `argv[5]` seconds) reads, printing
-    /// "sent" once sent; "slow" reads at about 2 MB/s while a second thread sends, printing
-    /// "reading" after the first 50,000 replies. Either way the daemon's socket buffer to the
-    /// client fills while the client still sends, or still has replies owed.
+    /// `argv[4]`: "after" sends everything first, printing "sent", then waits until the journal
+    /// `argv[5]` holds `argv[2]` records (every request answered by the journal: the replies
+    /// wait in the daemon) and only then reads; "slow" reads at about 400 kB/s while a second
+    /// thread sends, printing "reading" after the first 50,000 replies. Either way the daemon's
+    /// socket buffer to the client fills while the client still sends, or still has replies owed.
     static let pipeline = """
     import socket, sys, threading, time
     path, count, word, mode = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
-    delay = float(sys.argv[5]) if len(sys.argv) > 5 else 0
+    journal = sys.argv[5] if len(sys.argv) > 5 else None
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.connect(path)
     payload = (word + "\\n").encode() * count
@@ -23,7 +24,13 @@ extension DaemonPeer {
             print("send stopped: errno %d" % e.errno, flush=True)
     if mode == "after":
         send()
-        time.sleep(delay)
+        deadline = time.monotonic() + 60
+        while journal and time.monotonic() < deadline:
+            with open(journal, "rb") as f:
+                if f.read().count(b"\\n") >= count:
+                    break
+            time.sleep(0.05)
+        time.sleep(0.3) # the journal's last replies reach daemon.io
     else:
         threading.Thread(target=send, daemon=True).start()
     s.settimeout(10)
@@ -41,7 +48,7 @@ extension DaemonPeer {
                 told = True
                 print("reading", flush=True)
             if mode == "slow":
-                time.sleep(0.001)
+                time.sleep(0.005)
     except ConnectionResetError:
         pass
     except socket.timeout:
