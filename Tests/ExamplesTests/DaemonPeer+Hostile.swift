@@ -7,12 +7,17 @@ extension DaemonPeer {
     /// `argv[4]`: "after" sends everything first, printing "sent", then waits until the journal
     /// `argv[5]` holds `argv[2]` records (every request answered by the journal: the replies
     /// wait in the daemon) and only then reads; "slow" reads at about 400 kB/s while a second
-    /// thread sends, printing "reading" after the first 50,000 replies. Either way the daemon's
+    /// thread sends, printing "reading" after the first 50,000 replies and, given the journal,
+    /// "answered" once it holds `argv[2]` records (the rest of the replies wait in the daemon).
+    /// Either way the daemon's
     /// socket buffer to the client fills while the client still sends, or still has replies owed.
     static let pipeline = """
     import socket, sys, threading, time
     path, count, word, mode = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
     journal = sys.argv[5] if len(sys.argv) > 5 else None
+    def journaled():
+        with open(journal, "rb") as f:
+            return f.read().count(b"\\n") >= count
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.connect(path)
     payload = (word + "\\n").encode() * count
@@ -25,16 +30,13 @@ extension DaemonPeer {
     if mode == "after":
         send()
         deadline = time.monotonic() + 60
-        while journal and time.monotonic() < deadline:
-            with open(journal, "rb") as f:
-                if f.read().count(b"\\n") >= count:
-                    break
+        while journal and time.monotonic() < deadline and not journaled():
             time.sleep(0.05)
         time.sleep(0.3) # the journal's last replies reach daemon.io
     else:
         threading.Thread(target=send, daemon=True).start()
     s.settimeout(10)
-    replies, ok, pending, told = 0, 0, b"", False
+    replies, ok, pending, told, answered, turns = 0, 0, b"", False, False, 0
     try:
         while not (word == "PING" and replies == count):
             chunk = s.recv(2048 if mode == "slow" else 65536)
@@ -49,6 +51,10 @@ extension DaemonPeer {
                 print("reading", flush=True)
             if mode == "slow":
                 time.sleep(0.005)
+                turns += 1
+                if journal and not answered and turns % 20 == 0 and journaled():
+                    answered = True
+                    print("answered", flush=True)
     except ConnectionResetError:
         pass
     except socket.timeout:
