@@ -4,14 +4,21 @@
 /// What it understands (RFC 9112, the client side):
 /// - the status line and header fields (names lowercased; repeated fields joined with `, `);
 /// - interim `1xx` responses (`100 Continue`, `103 Early Hints`), skipped: their status codes are
-///   kept in ``interimStatusCodes`` and the final response is the one returned;
+///   kept in ``interimStatusCodes`` and the final response is the one returned; at most
+///   ``maximumInterimResponses`` of them;
 /// - the body framed by `Transfer-Encoding: chunked` (chunk extensions ignored, trailer fields
 ///   kept in ``AFHTTPResponse/trailers``), by `Content-Length`, or by the server closing the
 ///   connection (then ``finish()`` completes it);
 /// - no body for a `HEAD` request and for `204` and `304` responses, whatever the headers say.
 ///
-/// Linear time: body bytes are copied once, from the input straight into the body; only the
-/// head, chunk-size lines and trailers are gathered line by line, and each byte is looked at once.
+/// Strict where RFC 9112 is: the version digit is an ASCII digit, a CR only ends a line (a bare
+/// CR anywhere else is an error), and a chunk size is hexadecimal digits alone, with no sign and
+/// no whitespace but the optional whitespace before a `;` extension.
+///
+/// Linear time: body bytes are copied once, from the input straight into the body, and the body
+/// grows as they arrive (a `Content-Length` reserves nothing up front); only the head, chunk-size
+/// lines and trailers are gathered line by line, each byte is looked at once, and a repeated
+/// field is appended to in place.
 ///
 /// A value type, used by one thread at a time: one parser per response.
 public struct AFHTTPResponseParser: Sendable {
@@ -32,6 +39,9 @@ public struct AFHTTPResponseParser: Sendable {
         case unexpectedSwitchingProtocols
         /// The connection closed before the response was complete; says where it was.
         case connectionClosedEarly(String)
+        /// More interim (`1xx`) responses than ``AFHTTPResponseParser/maximumInterimResponses``
+        /// before the final one: a server that never answers.
+        case tooManyInterimResponses(limit: Int)
     }
 
     /// How far a call to `parse(_:)` got.
@@ -58,6 +68,8 @@ public struct AFHTTPResponseParser: Sendable {
 
     /// A chunk-size line longer than this is refused (extensions included).
     static let maximumChunkLine = 4096
+    /// Interim (`1xx`) responses accepted before the final one.
+    public static let maximumInterimResponses = 32
 
     // MARK: Immutable
     private let isHeadRequest: Bool
@@ -196,6 +208,8 @@ public struct AFHTTPResponseParser: Sendable {
     }
 
     private mutating func handle(_ line: [UInt8]) throws(Error) {
+        // A CR ends a line only before its LF (RFC 9112 2.2: a bare CR is an error).
+        if line.contains(UInt8(ascii: "\r")) { throw bareCarriageReturn(in: line) }
         switch state {
         case .statusLine:
             try parseStatusLine(line)
@@ -220,16 +234,26 @@ public struct AFHTTPResponseParser: Sendable {
         }
     }
 
-    /// `HTTP/1.1 200 OK`: the version and a three-digit code; the reason phrase may be empty.
-    private mutating func parseStatusLine(_ line: [UInt8]) throws(Error) {
+    private func bareCarriageReturn(in line: [UInt8]) -> Error {
         let text = String(decoding: line, as: UTF8.self)
-        let parts = text.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: false)
-        guard parts.count >= 2, parts[0].count == 8, parts[0].hasPrefix("HTTP/1."),
-              let minor = parts[0].last?.wholeNumberValue,
-              parts[1].count == 3, parts[1].allSatisfy({ $0.isASCII && $0.isNumber }), let code = Int(parts[1]), code >= 100
-        else { throw .invalidStatusLine(text) }
-        minorVersion = minor
-        statusCode = code
+        switch state {
+        case .statusLine: return .invalidStatusLine(text)
+        case .headerLines, .trailerLines: return .invalidHeaderLine(text)
+        default: return .invalidChunk("a bare CR in \"\(text)\"")
+        }
+    }
+
+    /// `HTTP/1.1 200 OK`: the version and a three-digit code, in ASCII digits; the reason phrase
+    /// may be empty.
+    private mutating func parseStatusLine(_ line: [UInt8]) throws(Error) {
+        let digit = UInt8(ascii: "0")...UInt8(ascii: "9")
+        let version = Array("HTTP/1.".utf8)
+        guard line.count >= 12, line.starts(with: version), digit.contains(line[7]), line[8] == UInt8(ascii: " "),
+              line[9..<12].allSatisfy(digit.contains), line.count == 12 || line[12] == UInt8(ascii: " "),
+              line[9] != UInt8(ascii: "0")
+        else { throw .invalidStatusLine(String(decoding: line, as: UTF8.self)) }
+        minorVersion = Int(line[7] - UInt8(ascii: "0"))
+        statusCode = line[9..<12].reduce(0) { $0 * 10 + Int($1 - UInt8(ascii: "0")) }
     }
 
     /// The blank line after the fields: an interim response starts over, a final one chooses
@@ -237,6 +261,9 @@ public struct AFHTTPResponseParser: Sendable {
     private mutating func endOfHead() throws(Error) {
         if (100..<200).contains(statusCode) {
             if statusCode == 101 { throw .unexpectedSwitchingProtocols }
+            if interimStatusCodes.count == Self.maximumInterimResponses {
+                throw .tooManyInterimResponses(limit: Self.maximumInterimResponses)
+            }
             interimStatusCodes.append(statusCode)
             headers = [:]
             headBytes = 0
@@ -253,8 +280,8 @@ public struct AFHTTPResponseParser: Sendable {
             if codings.last == "chunked" { state = .chunkSizeLine } else { state = .bodyUntilClose }
             if codings.last != "chunked" || headers["content-length"] != nil { persistent = false }
         } else if let value = headers["content-length"] {
+            // Nothing reserved: a 55-byte head could otherwise claim any amount of memory.
             contentLength = try Self.contentLength(value)
-            body.reserveCapacity(min(contentLength, 1 << 26))
             state = contentLength == 0 ? .complete : .body(remaining: contentLength)
         } else {
             state = .bodyUntilClose
@@ -277,16 +304,36 @@ public struct AFHTTPResponseParser: Sendable {
         else { throw .invalidHeaderLine(String(decoding: line, as: UTF8.self)) }
         let name = String(decoding: line[..<colon], as: UTF8.self).lowercased()
         let value = String(decoding: line[(colon + 1)...], as: UTF8.self).trimmingOptionalWhitespace()
-        if let earlier = fields[name] { fields[name] = earlier + ", " + value } else { fields[name] = value }
+        // Appended in place (not `earlier + ", " + value`, a copy per repeat: quadratic).
+        if fields[name] == nil { fields[name] = value } else { fields[name, default: ""] += ", " + value }
     }
 
-    /// Hexadecimal digits, then optional whitespace and `;extensions`, which are ignored.
+    /// ASCII hexadecimal digits, then nothing or `;extensions` (ignored), with only the optional
+    /// whitespace RFC 9112 7.1.1 allows before the `;`: no sign, no whitespace before the size
+    /// or after it at the end of the line.
     private static func chunkSize(_ line: [UInt8]) throws(Error) -> Int {
-        let text = String(decoding: line, as: UTF8.self)
-        let digits = text.prefix { $0 != ";" }.trimmingOptionalWhitespace()
-        guard !digits.isEmpty, digits.count <= 15, let size = Int(digits, radix: 16), size >= 0, !digits.hasPrefix("+")
-        else { throw .invalidChunk("chunk size \"\(text)\" is not hexadecimal") }
-        return size
+        let digits = line.prefix(while: isHexDigit)
+        var rest = line[digits.count...]
+        let blank = rest.prefix { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }
+        rest = rest.dropFirst(blank.count)
+        guard !digits.isEmpty, digits.count <= 15, rest.isEmpty ? blank.isEmpty : rest.first == UInt8(ascii: ";")
+        else { throw .invalidChunk("chunk size \"\(String(decoding: line, as: UTF8.self))\" is not hexadecimal") }
+        return digits.reduce(0) { $0 << 4 | hexValue($1) }
+    }
+
+    private static func isHexDigit(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"), UInt8(ascii: "A")...UInt8(ascii: "F"): true
+        default: false
+        }
+    }
+
+    private static func hexValue(_ byte: UInt8) -> Int {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): Int(byte - UInt8(ascii: "0"))
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): Int(byte - UInt8(ascii: "a")) + 10
+        default: Int(byte - UInt8(ascii: "A")) + 10
+        }
     }
 
     /// Decimal digits; a list of equal values (`5, 5`) is one value (RFC 9110 8.6).

@@ -597,9 +597,9 @@ int CLongThreadsShims_epollAdd(int epfd, int fd, unsigned int events) {
     return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &event) == 0 ? 0 : errno;
 }
 
-void CLongThreadsShims_epollRearm(int epfd, int fd, unsigned int events) {
+int CLongThreadsShims_epollRearm(int epfd, int fd, unsigned int events) {
     struct epoll_event event = makeEvent(fd, events);
-    (void)epoll_ctl(epfd, EPOLL_CTL_MOD, fd, &event);
+    return epoll_ctl(epfd, EPOLL_CTL_MOD, fd, &event) == 0 ? 0 : errno;
 }
 
 void CLongThreadsShims_epollRemove(int epfd, int fd) {

@@ -1,6 +1,7 @@
 import CLongThreadsShims
 import Foundation
 import Glibc
+import Synchronization
 
 /// What a descriptor is ready for.
 public struct DescriptorEvents: OptionSet, Sendable, Hashable {
@@ -37,32 +38,95 @@ public struct DescriptorEvents: OptionSet, Sendable, Hashable {
 /// - Lifetime: the thread keeps the source; dropping the handle does not end it. Timers
 ///   (``LongThreadTimer``) and observers (``RunLoopObserver``) follow the same rule: each works until
 ///   cancelled, until it has ended by itself (a one-shot timer), or until the thread stops.
+///
+/// ## One source per descriptor, its events changed in place
+///
+/// A thread watches a descriptor once: a second `watch` of it is refused (`EEXIST`). What the
+/// source waits for changes on that one registration, with ``enable(_:)`` and ``disable(_:)``,
+/// as CoreFoundation's `CFFileDescriptorEnableCallBacks` and `CFFileDescriptorDisableCallBacks`
+/// do and as SwiftNIO re-registers a channel's interest set. A connection reads all the time and
+/// waits for writable only while it has output the kernel would not take:
+///
+/// ```swift
+/// let source = try thread.watch(socket, for: .readable) { events in
+///     if events.contains(.writable) { flush() }   // calls source.disable(.writable) once empty
+///     if events.contains(.readable) { readSome() }
+/// }
+/// // send() returned EAGAIN:
+/// try source.enable(.writable)
+/// ```
+///
+/// Dispatch's other way, a read source and a write source on one descriptor, was not taken: epoll
+/// holds one entry per descriptor per instance, so two sources would share that entry anyway
+/// (merging their events, and one's cancel or re-arm changing the other's), and one handler
+/// sees both events of a pass together, in an order it chooses (drain output, then read).
 public final class DescriptorSource: Sendable {
-    /// Why a descriptor cannot be watched.
+    /// Why a descriptor cannot be watched, or its events cannot change.
     public enum Error: Swift.Error, Equatable, Sendable {
         /// The descriptor is closed (`EBADF`), not pollable (`EPERM`: a regular file), or already
-        /// watched by this thread (`EEXIST`).
+        /// watched by this thread (`EEXIST`: change the events of its source instead, with
+        /// ``DescriptorSource/enable(_:)``).
         case invalidDescriptor(errno: Int32)
         /// The kernel refused an epoll instance or an entry in it (`EMFILE`, `ENFILE`, `ENOMEM`,
         /// `ENOSPC`: out of descriptors or of epoll watches).
         case cannotCreate(errno: Int32)
+        /// The source was cancelled, or its thread stopped: it watches nothing, and what it waits
+        /// for can no longer change. Watch the descriptor anew instead.
+        case cancelled
     }
 
     /// The descriptor watched. The caller owns it and closes it (after ``cancel()``).
     public let descriptor: Int32
-    /// The events asked for.
-    public let events: DescriptorEvents
 
     let handler: AttachedCallback<DescriptorEvents>
     /// The thread's watches, which hold this source until it is cancelled or the thread exits.
     private let watches: DescriptorWatches
+    /// `events` as epoll bits (1 readable, 2 writable); written only under the watches' lock.
+    private let interestBits: Atomic<UInt32>
 
     init(descriptor: Int32, events: DescriptorEvents, core: ThreadCore, watches: DescriptorWatches,
          handler: @escaping @Sendable (DescriptorEvents) -> Void) {
         self.descriptor = descriptor
-        self.events = events
+        interestBits = Atomic(events.rawValue & 3)
         self.watches = watches
         self.handler = AttachedCallback(core: core, callback: handler)
+    }
+
+    /// What the source waits for now: ``DescriptorEvents/readable``, ``DescriptorEvents/writable``,
+    /// both or neither (the events given to `watch`, as changed since by ``enable(_:)`` and
+    /// ``disable(_:)``). Hang-up and error are reported with them, never asked for.
+    /// - Callable from: any thread.
+    public var events: DescriptorEvents { DescriptorEvents(rawValue: interest) }
+
+    /// Adds `events` to what the source waits for (CF's `CFFileDescriptorEnableCallBacks`).
+    ///
+    /// Only ``DescriptorEvents/readable`` and ``DescriptorEvents/writable`` count; enabling what
+    /// is enabled already costs no system call.
+    ///
+    /// - Throws: ``Error/cancelled`` once the source was cancelled or its thread stopped;
+    ///   ``Error/invalidDescriptor(errno:)`` if the descriptor was closed while watched (`EBADF`);
+    ///   ``Error/cannotCreate(errno:)`` if the kernel is out of epoll watches. The events are then
+    ///   unchanged.
+    /// - Callable from: any thread; serialized with the thread's other changes to its watches.
+    ///   Once it returns, a callout that starts later may report the events added; in a handler,
+    ///   the change applies from the next callout on.
+    public func enable(_ events: DescriptorEvents) throws(Error) {
+        try watches.change(self) { $0.union(events) }
+    }
+
+    /// Takes `events` out of what the source waits for (CF's `CFFileDescriptorDisableCallBacks`).
+    ///
+    /// With neither readable nor writable left, the source stays registered but waits for
+    /// nothing, not even hang-up, and calls its handler no more until ``enable(_:)``.
+    ///
+    /// - Throws: ``Error/cancelled`` once the source was cancelled or its thread stopped;
+    ///   ``Error/invalidDescriptor(errno:)`` if the descriptor was closed while watched.
+    /// - Callable from: any thread; serialized with the thread's other changes to its watches.
+    ///   Once it returns, no callout that starts later reports the events taken out (the thread
+    ///   filters what epoll had already reported); a callout already running on the thread may
+    ///   still have them in its argument.
+    public func disable(_ events: DescriptorEvents) throws(Error) {
+        try watches.change(self) { $0.subtracting(events) }
     }
 
     /// Stops watching and releases the handler. Idempotent.
@@ -76,7 +140,10 @@ public final class DescriptorSource: Sendable {
     public var isCancelled: Bool { handler.isCancelled }
 
     /// The epoll bits of `events`: 1 readable, 2 writable.
-    var interest: UInt32 { events.rawValue & 3 }
+    var interest: UInt32 { interestBits.load(ordering: .acquiring) }
+
+    /// Under the watches' lock only.
+    func setInterest(_ bits: UInt32) { interestBits.store(bits, ordering: .releasing) }
 }
 
 extension LongThread {
@@ -87,7 +154,9 @@ extension LongThread {
     ///
     /// - Parameters:
     ///   - descriptor: A pollable descriptor the caller owns, not watched by this thread already.
-    ///   - events: What to wait for: ``DescriptorEvents/readable`` and/or ``DescriptorEvents/writable``.
+    ///   - events: What to wait for: ``DescriptorEvents/readable`` and/or ``DescriptorEvents/writable``
+    ///     (or neither, to ``DescriptorSource/enable(_:)`` later); changed later with
+    ///     ``DescriptorSource/enable(_:)`` and ``DescriptorSource/disable(_:)``.
     ///   - modes: The run-loop modes the handler may run in.
     ///   - handler: Called on this thread with the events the descriptor is ready for.
     /// - Returns: the source, to cancel it before closing the descriptor.
@@ -169,13 +238,44 @@ final class DescriptorWatches: @unchecked Sendable {
                 hub = try makeHub(modes: modes, engine: engine, core: core)
                 state.hubs[key] = hub
             }
-            let rc = CLongThreadsShims_epollAdd(hub.port, source.descriptor, source.interest)
-            switch rc {
-            case 0: break
-            case ENOMEM, ENOSPC: throw .cannotCreate(errno: rc)
-            default: throw .invalidDescriptor(errno: rc)
-            }
+            // Added even when it waits for nothing, so a bad descriptor is refused here.
+            try Self.check(CLongThreadsShims_epollAdd(hub.port, source.descriptor, source.interest))
+            if source.interest == 0 { CLongThreadsShims_epollRemove(hub.port, source.descriptor) }
             state.watches[source.descriptor] = Watch(source: source, port: hub.port)
+        }
+    }
+
+    /// Sets `source`'s events to `change` of them and tells its epoll. Any thread.
+    ///
+    /// A source that waits for nothing is out of the epoll (there, hang-up and error would still
+    /// be reported, and a hung-up descriptor would call its handler every pass).
+    func change(_ source: DescriptorSource,
+                _ change: (DescriptorEvents) -> DescriptorEvents) throws(DescriptorSource.Error) {
+        try state.withLock { (state: inout State) throws(DescriptorSource.Error) in
+            guard let watch = state.watches[source.descriptor], watch.source === source, !source.isCancelled else {
+                throw .cancelled
+            }
+            let old = source.interest
+            let new = change(DescriptorEvents(rawValue: old)).rawValue & 3
+            if new == old { return }
+            if new == 0 {
+                CLongThreadsShims_epollRemove(watch.port, source.descriptor)
+            } else if old == 0 {
+                try Self.check(CLongThreadsShims_epollAdd(watch.port, source.descriptor, new))
+            } else {
+                // Also arms an entry disarmed for a callout in progress: harmless, as only this
+                // thread collects, after that callout.
+                try Self.check(CLongThreadsShims_epollRearm(watch.port, source.descriptor, new))
+            }
+            source.setInterest(new)
+        }
+    }
+
+    private static func check(_ rc: Int32) throws(DescriptorSource.Error) {
+        switch rc {
+        case 0: return
+        case ENOMEM, ENOSPC: throw .cannotCreate(errno: rc)
+        default: throw .invalidDescriptor(errno: rc)
         }
     }
 
@@ -241,16 +341,23 @@ final class DescriptorWatches: @unchecked Sendable {
                 return watch.source
             }
             guard let source else { continue } // cancelled meanwhile
-            if let core {
-                core.runCallout { source.handler(DescriptorEvents(rawValue: events)) }
-            } else {
-                source.handler(DescriptorEvents(rawValue: events))
+            // Only what it waits for now: a handler run before it in this pass, or another
+            // thread, may have disabled some of what epoll reported.
+            let interest = source.interest
+            let reported = interest == 0 ? 0 : events & (interest | DescriptorEvents([.hangUp, .error]).rawValue)
+            if reported != 0 {
+                if let core {
+                    core.runCallout { source.handler(DescriptorEvents(rawValue: reported)) }
+                } else {
+                    source.handler(DescriptorEvents(rawValue: reported))
+                }
             }
-            // Re-armed only while still registered: a cancel (from the handler or another thread)
-            // removed it, and its descriptor number may already belong to a new watch.
+            // Re-armed only while still registered and waiting for something: a cancel (from the
+            // handler or another thread) removed it, and its descriptor number may already belong
+            // to a new watch.
             state.withLock { state in
-                if let watch = state.watches[descriptor], watch.source === source {
-                    CLongThreadsShims_epollRearm(port, descriptor, source.interest)
+                if let watch = state.watches[descriptor], watch.source === source, source.interest != 0 {
+                    _ = CLongThreadsShims_epollRearm(port, descriptor, source.interest)
                 }
             }
         }

@@ -1,4 +1,5 @@
 import AFNetworkingExample
+import Foundation
 import Testing
 
 /// The parser as a plain value: every response is fed whole, byte by byte, and in odd splits,
@@ -83,7 +84,7 @@ import Testing
     func chunkedWithTrailers() throws {
         let (response, _, parser) = try Self.parseEveryWay(
             "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: X-Checksum\r\n\r\n"
-                + "5;name=value\r\nhello\r\n1; quoted=\"a;b\"\r\n,\r\n006 \r\n world\r\nA\r\n0123456789\r\n"
+                + "5;name=value\r\nhello\r\n1; quoted=\"a;b\"\r\n,\r\n006\r\n world\r\nA\r\n0123456789\r\n"
                 + "0\r\nX-Checksum: abc123\r\nX-Other: 1\r\n\r\n")
         #expect(response.bodyText == "hello, world0123456789")
         #expect(response.trailers == ["x-checksum": "abc123", "x-other": "1"])
@@ -207,4 +208,88 @@ import Testing
         Self.expectErrorEveryWay("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhel", chunkedEnd)
         Self.expectErrorEveryWay("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX-T: 1\r\n", chunkedEnd)
     }
+
+    // MARK: - RFC 9112, strictly (issue 33)
+
+    static let chunkedHead = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+
+    @Test("a chunk size of -0 (or +0) is not hexadecimal: it does not end the body")
+    func signedZeroChunk() {
+        Self.expectErrorEveryWay(Self.chunkedHead + "-0\r\n\r\n", .invalidChunk("chunk size \"-0\" is not hexadecimal"))
+        Self.expectErrorEveryWay(Self.chunkedHead + "+0\r\n\r\n", .invalidChunk("chunk size \"+0\" is not hexadecimal"))
+    }
+
+    @Test("no space or tab around a chunk size; extensions after ';' are ignored, with the optional whitespace before it")
+    func chunkSizeWhitespace() throws {
+        for line in [" 5", "5 ", "5\t", "\t5", "5 5"] {
+            Self.expectErrorEveryWay(Self.chunkedHead + line + "\r\nhello\r\n0\r\n\r\n", .invalidChunk("chunk size \"\(line)\" is not hexadecimal"))
+        }
+        let plain = try Self.parseEveryWay(Self.chunkedHead + "5;name=value\r\nhello\r\n0 ; last\r\n\r\n")
+        #expect(plain.response.body == Array("hello".utf8))
+    }
+
+    @Test("the version and status digits are ASCII digits: HTTP/1.五 is not HTTP/1.5")
+    func asciiDigits() {
+        Self.expectErrorEveryWay("HTTP/1.五 200 OK\r\n\r\n", .invalidStatusLine("HTTP/1.五 200 OK"))
+        Self.expectErrorEveryWay("HTTP/1.1 ٢٠٠ OK\r\n\r\n", .invalidStatusLine("HTTP/1.1 ٢٠٠ OK"))
+    }
+
+    @Test("a bare CR (not before LF) in the status line, a field or a chunk-size line is an error")
+    func bareCarriageReturn() {
+        Self.expectErrorEveryWay("HTTP/1.1 200 O\rK\r\n\r\n", .invalidStatusLine("HTTP/1.1 200 O\rK"))
+        Self.expectErrorEveryWay("HTTP/1.1 200 OK\r\nA: b\rc\r\n\r\n", .invalidHeaderLine("A: b\rc"))
+        Self.expectErrorEveryWay(Self.chunkedHead + "5;a\rb\r\nhello\r\n0\r\n\r\n", .invalidChunk("a bare CR in \"5;a\rb\""))
+    }
+
+    @Test("interim 1xx responses are bounded: 32 are skipped, the 33rd is an error")
+    func interimBound() throws {
+        let interim = "HTTP/1.1 100 Continue\r\n\r\n"
+        let final = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"
+        let limit = AFHTTPResponseParser.maximumInterimResponses
+        let parsed = try Self.parseEveryWay(String(repeating: interim, count: limit) + final)
+        #expect(parsed.parser.interimStatusCodes.count == limit)
+        Self.expectErrorEveryWay(String(repeating: interim, count: limit + 1) + final, .tooManyInterimResponses(limit: limit))
+    }
+
+    @Test("a huge Content-Length in a small head reserves no memory up front")
+    func noReservationFromContentLength() throws {
+        // The process's mapped size: the old reservation (64 MiB) was a mapping of its own. The
+        // smallest rise of three tries, in case another test maps memory meanwhile.
+        var rises: [Int] = []
+        for _ in 0..<3 {
+            let before = try Self.mappedBytes()
+            var parser = AFHTTPResponseParser()
+            #expect(try parser.parse(Array("HTTP/1.1 200 OK\r\nContent-Length: 999999999999\r\n\r\nabc".utf8)) == .needsMore)
+            rises.append(try Self.mappedBytes() - before)
+            withExtendedLifetime(parser) {}
+        }
+        #expect(rises.min()! < 16 << 20, "mapped \(rises) bytes more for a 3-byte body")
+    }
+
+    /// VmSize of /proc/self/status, in bytes.
+    static func mappedBytes() throws -> Int {
+        let status = try String(contentsOfFile: "/proc/self/status", encoding: .utf8)
+        let line = try #require(status.split(separator: "\n").first { $0.hasPrefix("VmSize:") })
+        return try #require(Int(line.split(separator: " ")[1])) * 1024
+    }
+
+    @Test("repeated fields are joined in linear time: four times the repeats take about four times as long, not sixteen")
+    func repeatedFieldsLinear() throws {
+        func parseTime(_ repeats: Int) throws -> Duration {
+            let text = "HTTP/1.1 200 OK\r\n" + String(repeating: "X-A: bb\r\n", count: repeats) + "Content-Length: 0\r\n\r\n"
+            var best = Duration.seconds(1000)
+            for _ in 0..<2 {
+                var parser = AFHTTPResponseParser(maximumHeadSize: 4 << 20)
+                let start = ContinuousClock.now
+                guard case .complete(let response, _) = try parser.parse(Array(text.utf8)) else { throw ParserTestError.incomplete }
+                best = min(best, ContinuousClock.now - start)
+                #expect(response.headers["x-a"]?.utf8.count == repeats * 4 - 2)
+            }
+            return best
+        }
+        let small = try parseTime(20_000), large = try parseTime(80_000)
+        #expect(large < small * 8, "20,000 repeats: \(small); 80,000: \(large)")
+    }
+
+    enum ParserTestError: Error { case incomplete }
 }

@@ -1,6 +1,7 @@
 import DaemonExample
 import ExampleSupport
 import Foundation
+import Testing
 
 /// `longthread-daemon` run as a child process, its standard error (and output) read line by line.
 ///
@@ -42,22 +43,30 @@ final class DaemonProcess: Sendable {
 
     /// Starts the daemon on a socket, a pidfile and a journal in `directory`, with `options`
     /// added, or with exactly `arguments`; `environment` is added to the test's own. `input`, if
-    /// given, is its whole standard input; otherwise standard input is empty.
+    /// given, is its whole standard input; otherwise standard input is empty. `openFileLimit`, if
+    /// given, is its RLIMIT_NOFILE (set by a shell that then becomes the daemon: same pid).
     init(
         directory: URL,
         arguments: [String]? = nil,
         options: [String] = [],
         environment: [String: String] = [:],
-        input: String? = nil
+        input: String? = nil,
+        openFileLimit: Int? = nil
     ) throws {
         self.directory = directory
         process = Process()
-        process.executableURL = try Self.executable
-        process.arguments = arguments ?? [
+        let daemonArguments = arguments ?? [
             "--socket", directory.appendingPathComponent("d.sock").path,
             "--pidfile", directory.appendingPathComponent("d.pid").path,
             "--journal", directory.appendingPathComponent("journal.log").path,
         ] + options
+        if let openFileLimit {
+            process.executableURL = URL(fileURLWithPath: "/bin/sh")
+            process.arguments = ["-c", "ulimit -n \(openFileLimit) && exec \"$0\" \"$@\"", try Self.executable.path] + daemonArguments
+        } else {
+            process.executableURL = try Self.executable
+            process.arguments = daemonArguments
+        }
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         let errors = Pipe(), outputs = Pipe()
         process.standardError = errors
@@ -90,6 +99,26 @@ final class DaemonProcess: Sendable {
     }
 
     func signal(_ signo: Int32) { kill(process.processIdentifier, signo) }
+
+    /// CPU time the daemon used so far (user and system), from /proc.
+    var cpuTime: Duration {
+        get throws {
+            let stat = try String(contentsOfFile: "/proc/\(process.processIdentifier)/stat", encoding: .utf8)
+            // Fields after the command name (which may hold spaces) in parentheses.
+            let fields = stat[stat.index(after: stat.lastIndex(of: ")")!)...].split(separator: " ")
+            let ticks = Int(fields[11])! + Int(fields[12])! // utime, stime: fields 14 and 15 of stat
+            return .milliseconds(ticks * 1000 / sysconf(Int32(_SC_CLK_TCK)))
+        }
+    }
+
+    /// The daemon's resident memory, from /proc.
+    var residentBytes: Int {
+        get throws {
+            let status = try String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8)
+            let line = try #require(status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") })
+            return Int(line.split(separator: " ")[1])! * 1024
+        }
+    }
 
     /// Kills the process if a test left it running, and removes the directory.
     func cleanUp() {

@@ -53,6 +53,14 @@ public struct DaemonCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Cut a client whose unread replies exceed this many bytes.", valueName: "bytes"))
     public var maxReplyBuffer = 1 << 20
 
+    /// Clients served at once; one more is refused with an `ERR` line.
+    @Option(help: ArgumentHelp("Serve at most this many clients at once; one more is told ERR too many clients and closed.", valueName: "count"))
+    public var maxClients = 256
+
+    /// Unsent replies of all clients together, past which the client adding to them is cut.
+    @Option(help: ArgumentHelp("Cut a client whose unread replies take those of all clients past this many bytes.", valueName: "bytes"))
+    public var maxTotalReplyBuffer = 64 << 20
+
     /// After SIGTERM, replies still unsent after this long are dropped and their clients cut.
     @Option(help: ArgumentHelp("On SIGTERM, cut clients whose replies are still unsent after this long.", valueName: "seconds"))
     public var shutdownTimeout: Seconds = .init(5)
@@ -76,6 +84,8 @@ public struct DaemonCommand: AsyncParsableCommand {
     public func validate() throws {
         guard socket != nil || stdin else { throw ValidationError("Give --socket <path>, --stdin, or both.") }
         guard maxReplyBuffer > 0 else { throw ValidationError("--max-reply-buffer must be at least 1 byte.") }
+        guard maxClients > 0 else { throw ValidationError("--max-clients must be at least 1.") }
+        guard maxTotalReplyBuffer > 0 else { throw ValidationError("--max-total-reply-buffer must be at least 1 byte.") }
         guard stallThreshold.duration > .zero else { throw ValidationError("--stall-threshold must be more than 0 seconds.") }
     }
 
@@ -99,7 +109,9 @@ public struct DaemonCommand: AsyncParsableCommand {
         ClientLimits(
             idleTimeout: idleTimeout.duration == .zero ? nil : idleTimeout.duration,
             replyBufferBytes: maxReplyBuffer,
-            shutdownDeadline: shutdownTimeout.duration
+            shutdownDeadline: shutdownTimeout.duration,
+            maximumClients: maxClients,
+            totalReplyBufferBytes: maxTotalReplyBuffer
         )
     }
 }

@@ -36,7 +36,7 @@ enum DaemonRequest: Equatable, Sendable {
                 return .failure(.badStall)
             }
             return .success(.stall(milliseconds: milliseconds))
-        default: return .failure(.unknownCommand(String(command.prefix(32))))
+        default: return .failure(.unknownCommand(String(command)))
         }
     }
 }
@@ -58,26 +58,48 @@ enum DaemonReplyError: Error, Equatable, Sendable {
         case .tooLong: "ERR request longer than \(DaemonRequest.maximumLength) bytes"
         case .badStall: "ERR STALL needs milliseconds, 0 to \(DaemonRequest.maximumStall)"
         case .unknownCommand(let command):
-            "ERR unknown command \"\(Self.printable(command))\" (expected APPEND <text>, COUNT or PING)"
+            "ERR unknown command \"\(Self.printable(command, maximumBytes: Self.echoBytes))\" (expected APPEND <text>, COUNT or PING)"
         case .unexpectedArgument(let command): "ERR \(command) takes no argument"
         case .journal(let errno): "ERR journal write failed (errno \(errno)); the record was not stored"
         case .shuttingDown: "ERR shutting down; request not accepted"
         }
     }
 
+    /// The most bytes of a client's text echoed in a reply, escapes included.
+    static let echoBytes = 64
+
     /// What the client sent, safe to echo in a reply line: control and format characters (a
     /// stray `\r` would move a terminal's cursor; a `\n` would split the reply) are shown as
     /// escapes, `\r` for a carriage return and `\u{…}` for the others.
-    static func printable(_ text: String) -> String {
+    ///
+    /// Cut to at most `maximumBytes` bytes of UTF-8 (then ending in `…`, counted), between
+    /// scalars: a count of characters bounds nothing, as one character (a letter followed by
+    /// thousands of zero-width joiners) can be a whole request line long, and each joiner
+    /// escapes to 8 bytes.
+    static func printable(_ text: String, maximumBytes: Int = .max) -> String {
         var result = ""
-        for scalar in text.unicodeScalars {
-            switch scalar.properties.generalCategory {
-            case .control, .format, .lineSeparator, .paragraphSeparator, .surrogate, .privateUse, .unassigned:
-                result += scalar == "\r" ? "\\r" : scalar == "\t" ? "\\t" : "\\u{\(String(scalar.value, radix: 16, uppercase: true))}"
-            default:
-                result.unicodeScalars.append(scalar)
+        var bytes = 0
+        let ellipsis = "…"
+        let scalars = Array(text.unicodeScalars)
+        for (index, scalar) in scalars.enumerated() {
+            let piece = escaped(scalar)
+            let room = index == scalars.count - 1 ? maximumBytes : maximumBytes - ellipsis.utf8.count
+            if bytes + piece.utf8.count > room {
+                result += ellipsis
+                break
             }
+            result += piece
+            bytes += piece.utf8.count
         }
         return result
+    }
+
+    private static func escaped(_ scalar: Unicode.Scalar) -> String {
+        switch scalar.properties.generalCategory {
+        case .control, .format, .lineSeparator, .paragraphSeparator, .surrogate, .privateUse, .unassigned:
+            scalar == "\r" ? "\\r" : scalar == "\t" ? "\\t" : "\\u{\(String(scalar.value, radix: 16, uppercase: true))}"
+        default:
+            String(scalar)
+        }
     }
 }

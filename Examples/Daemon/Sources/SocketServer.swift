@@ -2,6 +2,7 @@ import Glibc
 import Logging
 import LongThreads
 import ServiceLifecycle
+import CSystemd
 import Synchronization
 
 /// The Unix-domain socket side: a listener and its connections, all on one LongThread,
@@ -11,10 +12,18 @@ import Synchronization
 /// Each read's complete lines go to the journal as one batch; the journal's replies come back to
 /// this thread, so each connection's replies are written in request order.
 ///
+/// Each connection has one descriptor source: readable while the server reads its requests,
+/// writable while replies wait for room in its socket (``DescriptorSource/enable(_:)``), so a
+/// client that reads slowly, or only after sending everything, gets every reply.
+///
 /// Each client is bounded by ``ClientLimits``: an idle client is closed (one timer for all of
 /// them, due at the earliest deadline, so an idle daemon has no timer at all), a client that does
-/// not read its replies is cut once they pass the buffer limit, and a shutdown waits for the
-/// clients' last replies up to a deadline, then cuts whoever is left.
+/// not read its replies is cut once they pass the buffer limit, one with
+/// ``ClientLimits/batchesInFlight`` batches on the journal is not read until one is answered, and
+/// a shutdown waits for the clients' last replies up to a deadline, then cuts whoever is left.
+/// In all: at most ``ClientLimits/maximumClients`` clients (one more is refused with an `ERR`
+/// line) and ``ClientLimits/totalReplyBufferBytes`` of unsent replies. Out of descriptors, it
+/// stops accepting until a client leaves or ``acceptRetry`` passes, rather than spin.
 ///
 /// As a `Service`, it stops itself: a graceful shutdown stops accepting and reading at once,
 /// and its LongThread ends once every client has been answered (or cut at the deadline). A plain
@@ -36,6 +45,18 @@ final class SocketServer: Service, @unchecked Sendable {
         didSet { publishedClients.store(connections.count, ordering: .relaxed) }
     }
     private var accepting = true
+    /// Out of descriptors: the listener waits for nothing until a client leaves or the retry.
+    private var acceptPaused = false
+    private var acceptRetryTimer: LongThreadTimer?
+    /// Due to trim malloc's arenas after large reply buffers were freed.
+    private var trimTimer: LongThreadTimer?
+    /// Accepts refused since the last one that worked (logged once per episode).
+    private var refusalsWhilePaused = 0
+    private var loggedClientLimit = false
+    /// Replies waiting to be sent, all clients together (``ClientLimits/totalReplyBufferBytes``).
+    private var queuedBytes = 0
+    /// How long accepting stays paused after EMFILE unless a client leaves first.
+    static let acceptRetry: Duration = .milliseconds(250)
     /// Due when the idlest client would reach the idle timeout; nil while there are no clients.
     private var idleTimer: LongThreadTimer?
     /// Due at the shutdown deadline, once a shutdown waits for clients.
@@ -125,29 +146,109 @@ final class SocketServer: Service, @unchecked Sendable {
         return true
     }
 
-    // MARK: - daemon.io
+    // MARK: - daemon.io: accepting
 
     private func acceptReady() {
-        while accepting {
+        while accepting, !acceptPaused {
             // accept4 would do both flags at once, but Glibc's module hides it (_GNU_SOURCE).
             let fd = accept(listener, nil, nil)
-            if fd < 0 { return } // EAGAIN: drained; anything else: the next callback retries
+            if fd < 0 {
+                switch errno {
+                case EINTR, ECONNABORTED: continue
+                case EMFILE, ENFILE, ENOBUFS, ENOMEM: return pauseAccepting(errno: errno)
+                default: return // EAGAIN: drained
+                }
+            }
+            if refusalsWhilePaused > 0 {
+                logger.notice("accepting again", metadata: ["attempts.refused": "\(refusalsWhilePaused)"])
+                refusalsWhilePaused = 0
+            }
             _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
             _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-            let connection = Connection(fd: fd, allowsStall: journal.allowsStall)
-            connections[fd] = connection
-            do {
-                connection.readSource = try io.watch(fd, for: .readable) { [self] _ in readReady(connection) }
-            } catch {
-                drop(connection)
+            if connections.count >= limits.maximumClients {
+                refuse(fd)
                 continue
             }
-            scheduleIdleCheck()
+            serve(fd)
         }
     }
 
+    private func serve(_ fd: Int32) {
+        let connection = Connection(fd: fd, allowsStall: journal.allowsStall)
+        connections[fd] = connection
+        do {
+            connection.source = try io.watch(fd, for: .readable) { [self] events in ready(connection, events) }
+        } catch {
+            logger.error("client closed: cannot watch it", metadata: ["client.fd": "\(fd)", "error": "\(error)"])
+            drop(connection)
+            return
+        }
+        scheduleIdleCheck()
+    }
+
+    /// One more client than ``ClientLimits/maximumClients``: told why, then closed. Its socket is
+    /// new and empty, so the kernel takes the line at once.
+    private func refuse(_ fd: Int32) {
+        let line = Array("ERR too many clients (limit \(limits.maximumClients)); try again later\n".utf8)
+        _ = line.withUnsafeBytes { Glibc.send(fd, $0.baseAddress!, $0.count, Int32(MSG_NOSIGNAL)) }
+        close(fd)
+        if !loggedClientLimit {
+            loggedClientLimit = true
+            logger.warning("client refused: too many clients", metadata: ["limit": "\(limits.maximumClients)"])
+        }
+    }
+
+    /// Out of descriptors (or kernel memory): the pending connection stays in the backlog, and
+    /// the listener, still readable, would call back at once, forever. So it stops waiting for
+    /// readable until a client leaves or ``acceptRetry`` passes, and says so once per episode.
+    private func pauseAccepting(errno error: Int32) {
+        acceptPaused = true
+        refusalsWhilePaused += 1
+        if refusalsWhilePaused == 1 {
+            logger.error("cannot accept clients: out of descriptors; retrying when a client leaves or every \(Self.acceptRetry)", metadata: [
+                "errno": "\(error)", "clients": "\(connections.count)",
+            ])
+        }
+        setListenerEvents(enabled: false)
+        do {
+            acceptRetryTimer = try io.perform(after: Self.acceptRetry) { [self] in
+                acceptRetryTimer = nil
+                resumeAccepting()
+            }
+        } catch {
+            // Only a stopping thread refuses the timer: nothing to accept any more.
+        }
+    }
+
+    /// A descriptor may be free again: try the backlog.
+    private func resumeAccepting() {
+        guard acceptPaused else { return }
+        acceptPaused = false
+        acceptRetryTimer?.cancel()
+        acceptRetryTimer = nil
+        if accepting { setListenerEvents(enabled: true) }
+    }
+
+    private func setListenerEvents(enabled: Bool) {
+        guard let listenSource else { return }
+        do {
+            if enabled { try listenSource.enable(.readable) } else { try listenSource.disable(.readable) }
+        } catch {
+            logger.critical("the listener's source refused a change; not accepting", metadata: ["error": "\(error)"])
+        }
+    }
+
+    // MARK: - daemon.io: connections
+
+    /// The connection's one source fired: replies out first (room in the client's socket), then
+    /// requests in.
+    private func ready(_ connection: Connection, _ events: DescriptorEvents) {
+        if events.contains(.writable) || !connection.reading { flush(connection) }
+        if connection.reading, connections[connection.fd] === connection { readReady(connection) }
+    }
+
     private func readReady(_ connection: Connection) {
-        var buffer = [UInt8](repeating: 0, count: 16384)
+        var buffer = [UInt8](repeating: 0, count: ClientLimits.readSize)
         let n = read(connection.fd, &buffer, buffer.count)
         if n < 0 {
             if errno == EAGAIN || errno == EINTR { return }
@@ -163,9 +264,12 @@ final class SocketServer: Service, @unchecked Sendable {
         let batch = connection.lines.feed(buffer[0..<n])
         if batch.isEmpty { return }
         connection.outstanding += 1
+        updateEvents(connection) // at the batch bound, it stops reading until an answer
         do {
             try journal.submit(batch) { [self] replies in
                 // Journal thread -> daemon.io: replies are written in the order batches ran.
+                // Refused only once daemon.io stops, which a shutdown does after every client
+                // was answered or cut: nobody is left to answer.
                 try? io.perform { [self] in answer(connection, replies) }
             }
         } catch {
@@ -176,48 +280,64 @@ final class SocketServer: Service, @unchecked Sendable {
     private func answer(_ connection: Connection, _ replies: [String]) {
         connection.outstanding -= 1
         guard connections[connection.fd] === connection else { return } // cut meanwhile
-        connection.output.append(contentsOf: replies.map { $0 + "\n" }.joined().utf8)
+        let before = connection.unsent
+        connection.queue(replies)
+        queuedBytes += connection.unsent - before
         flush(connection)
-        if connection.output.count > limits.replyBufferBytes {
-            logger.warning("client cut: its unread replies passed the reply buffer limit", metadata: [
-                "client.fd": "\(connection.fd)", "unsent.bytes": "\(connection.output.count)", "limit.bytes": "\(limits.replyBufferBytes)",
-            ])
-            drop(connection)
-            return
+        guard connections[connection.fd] === connection else { return }
+        if connection.unsent > limits.replyBufferBytes {
+            cut(connection, "client cut: its unread replies passed the reply buffer limit", limit: limits.replyBufferBytes)
+        } else if queuedBytes > limits.totalReplyBufferBytes, connection.unsent > 0 {
+            cut(connection, "client cut: unread replies of all clients passed the total limit", limit: limits.totalReplyBufferBytes)
         }
-        closeIfDone(connection)
     }
 
+    private func cut(_ connection: Connection, _ message: Logger.Message, limit: Int) {
+        logger.warning(message, metadata: [
+            "client.fd": "\(connection.fd)", "unsent.bytes": "\(connection.unsent)",
+            "queued.bytes": "\(queuedBytes)", "limit.bytes": "\(limit)",
+        ])
+        drop(connection)
+    }
+
+    /// Sends what the client's socket takes; waits for writable (on the connection's one
+    /// source) while replies remain, and stops waiting once they are all sent.
     private func flush(_ connection: Connection) {
-        while !connection.output.isEmpty {
-            let n = connection.output.withUnsafeBytes { Glibc.send(connection.fd, $0.baseAddress!, $0.count, Int32(MSG_NOSIGNAL)) }
+        while connection.unsent > 0 {
+            let n = connection.send()
             if n < 0 {
                 if errno == EINTR { continue }
-                if errno == EAGAIN {
-                    // The client reads slowly: wait until its socket takes more.
-                    if connection.writeSource == nil {
-                        connection.writeSource = try? io.watch(connection.fd, for: .writable) { [self] _ in flush(connection) }
-                    }
-                    return
-                }
+                if errno == EAGAIN { break } // the client reads slowly: wait until its socket takes more
                 drop(connection) // EPIPE, ECONNRESET: the client is gone
                 return
             }
-            connection.output.removeFirst(n)
+            queuedBytes -= n
             connection.lastActivity = .now
         }
-        connection.writeSource?.cancel()
-        connection.writeSource = nil
+        updateEvents(connection)
         closeIfDone(connection)
     }
 
+    /// Makes the connection's source wait for what it needs now (``Connection/wantedEvents``).
+    private func updateEvents(_ connection: Connection) {
+        guard let source = connection.source, connections[connection.fd] === connection else { return }
+        let wanted = connection.wantedEvents, current = source.events
+        do {
+            if !wanted.subtracting(current).isEmpty { try source.enable(wanted.subtracting(current)) }
+            if !current.subtracting(wanted).isEmpty { try source.disable(current.subtracting(wanted)) }
+        } catch {
+            logger.error("client cut: its source refused a change", metadata: ["client.fd": "\(connection.fd)", "error": "\(error)"])
+            drop(connection)
+        }
+    }
+
     private func stopReading(_ connection: Connection) {
-        connection.readSource?.cancel()
-        connection.readSource = nil
+        connection.reading = false
+        updateEvents(connection)
     }
 
     private func closeIfDone(_ connection: Connection) {
-        if connection.readSource == nil, connection.outstanding == 0, connection.output.isEmpty {
+        if !connection.reading, connection.outstanding == 0, connection.unsent == 0 {
             drop(connection)
         }
     }
@@ -225,14 +345,34 @@ final class SocketServer: Service, @unchecked Sendable {
     private func drop(_ connection: Connection) {
         guard connections[connection.fd] === connection else { return }
         connections[connection.fd] = nil
-        stopReading(connection)
-        connection.writeSource?.cancel()
-        connection.writeSource = nil
-        close(connection.fd) // after cancelling its sources, as DescriptorSource asks
+        connection.reading = false
+        queuedBytes -= connection.unsent
+        if connection.unsent > 65536 { scheduleTrim() }
+        connection.source?.cancel()
+        connection.source = nil
+        close(connection.fd) // after cancelling its source, as DescriptorSource asks
+        if connections.count < limits.maximumClients { loggedClientLimit = false }
+        resumeAccepting() // a descriptor is free
         if connections.isEmpty {
             idleTimer?.cancel()
             idleTimer = nil
             if !accepting { finishShutdown() }
+        }
+    }
+
+    /// Gives the memory of freed reply buffers back to the system, once for the drops of the
+    /// next moment. glibc keeps freed memory in the arena of the thread that allocated it
+    /// (replies are built on the journal thread), so without a trim a daemon that queued 300
+    /// clients' replies keeps that memory after they leave.
+    private func scheduleTrim() {
+        guard trimTimer == nil else { return }
+        do {
+            trimTimer = try io.perform(after: .milliseconds(100)) { [self] in
+                trimTimer = nil
+                _ = malloc_trim(0)
+            }
+        } catch {
+            // Only a stopping thread refuses the timer; the process ends soon.
         }
     }
 
@@ -258,7 +398,7 @@ final class SocketServer: Service, @unchecked Sendable {
                 continue
             }
             logger.notice("client closed: idle", metadata: [
-                "client.fd": "\(connection.fd)", "idle.timeout": "\(timeout)", "unsent.bytes": "\(connection.output.count)",
+                "client.fd": "\(connection.fd)", "idle.timeout": "\(timeout)", "unsent.bytes": "\(connection.unsent)",
             ])
             drop(connection)
         }
@@ -274,6 +414,8 @@ final class SocketServer: Service, @unchecked Sendable {
         accepting = false
         listenSource?.cancel()
         listenSource = nil
+        acceptRetryTimer?.cancel()
+        acceptRetryTimer = nil
         close(listener)
         unlink(path)
         idleTimer?.cancel()
@@ -289,7 +431,7 @@ final class SocketServer: Service, @unchecked Sendable {
         deadlineTimer = try? io.perform(after: limits.shutdownDeadline) { [self] in
             let late = Array(connections.values)
             logger.warning("shutdown deadline: cut clients whose replies were still unsent", metadata: [
-                "clients": "\(late.count)", "unsent.bytes": "\(late.reduce(0) { $0 + $1.output.count })",
+                "clients": "\(late.count)", "unsent.bytes": "\(late.reduce(0) { $0 + $1.unsent })",
             ])
             for connection in late { drop(connection) }
         }

@@ -138,8 +138,9 @@ void CLongThreadsShims_relax(unsigned count);
 int CLongThreadsShims_epollCreate(void);
 /// Adds `fd` to `epfd` for the events asked (1 readable, 2 writable), one-shot; returns 0 or errno.
 int CLongThreadsShims_epollAdd(int epfd, int fd, unsigned int events);
-/// Re-arms a one-shot `fd` in `epfd`: if it is still ready, the kernel reports `epfd` ready again.
-void CLongThreadsShims_epollRearm(int epfd, int fd, unsigned int events);
+/// Re-arms a one-shot `fd` in `epfd` for `events`: if it is still ready, the kernel reports `epfd`
+/// ready again. Returns 0 or errno.
+int CLongThreadsShims_epollRearm(int epfd, int fd, unsigned int events);
 /// Removes `fd` from `epfd` (an error, such as a descriptor closed meanwhile, is ignored).
 void CLongThreadsShims_epollRemove(int epfd, int fd);
 /// Takes up to `capacity` ready entries of `epfd` without waiting: their descriptors, and their
