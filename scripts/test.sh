@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test command of README.md: the suite, then the suite under ThreadSanitizer and under
 # AddressSanitizer (LeakSanitizer included), each followed by a bounded mixed run of the
-# stop-and-teardown stress tool built with the same sanitizer, then the demo built in release mode
+# stop-and-teardown stress tool built with the same sanitizer, then the parsers fuzzed (bounded), then the demo built in release mode
 # (closures from top-level @MainActor code must run on a LongThread without tripping isolation
 # checks there too). Missing Debian packages are installed first (scripts/ensure-packages.sh).
 # STRESS_SECONDS sets the length of each stress run (default 45). Under a sanitizer one
@@ -62,6 +62,9 @@ LSAN_OPTIONS="suppressions=$PWD/scripts/lsan-suppressions.txt:print_suppressions
 step "longthread-stress under AddressSanitizer"
 LSAN_OPTIONS="suppressions=$PWD/scripts/lsan-suppressions.txt:print_suppressions=0" \
     guarded .build-asan/debug/longthread-stress --duration "${STRESS_SECONDS:-45}" --cycles 1000000 --hang-timeout 60 --quiet
+# The parsers that meet untrusted bytes, fuzzed for a bounded time each (FUZZ_SECONDS, default 60).
+step "fuzz the parsers (libFuzzer + AddressSanitizer)"
+bash scripts/fuzz.sh
 step "longthread-demo, release build"
 swift build -c release --product longthread-demo
 guarded swift run -c release --skip-build longthread-demo > /dev/null
