@@ -208,7 +208,7 @@ class Handler(socketserver.BaseRequestHandler):
                 + b"X-Request-On-Connection: %d\r\n\r\n" % served
                 + b"5;name=value\r\nhello\r\n"
                 + b"1; quoted=\"a;b\"\r\n,\r\n"
-                + b"006 \r\n world\r\n"
+                + b"006 ;padded\r\n world\r\n"   # RFC 9112: whitespace only before an extension
                 + b"0\r\nX-Checksum: abc123\r\nX-Other: 1\r\n\r\n")
             return True
         if path == "/interim":
