@@ -37,8 +37,9 @@ extension LongThread {
     /// - Callable from: any thread, without stopping the thread; costs one lock. `pending` and
     ///   `oldestPendingAge` are current to the item; the loop thread counts the other figures
     ///   without the lock and publishes them at least once per pass of its run loop (a pass runs
-    ///   queued work for at most about a millisecond, or one item when an item takes longer, its
-    ///   waits for a blocked caller's next request included: <doc:LifeOfAThread>).
+    ///   queued work for about a millisecond, or one item when an item takes longer, and may wait
+    ///   up to 4 ms more for a blocked caller's next request: the loop's contract in
+    ///   <doc:LifeOfAThread>, with its exceptions).
     ///   The first read wakes the loop once, so that it begins counting wake-ups (``Statistics/wakeUps``).
     public var statistics: Statistics {
         let now = CLongThreadsShims_monotonicNanoseconds()

@@ -75,8 +75,9 @@ struct RunLoopContractTests {
           arguments: CFEventProbe.Kind.allCases, Storm.allCases)
     func cfEventsDuringRoundTrips(kind: CFEventProbe.Kind, storm: Storm) throws {
         let thread = try LongThread(name: "lt-contract")
-        defer { thread.stop() }
         let probe = CFEventProbe(kind)
+        // The loop may call the probe (a CF timer holds it unretained) until the thread has ended.
+        defer { withExtendedLifetime(probe) { thread.stop() } }
         defer { probe.remove() }
         let starts = Recorder<UInt64>()
         try Self.duringStorm(storm, on: thread, starts: starts) {
@@ -114,8 +115,9 @@ struct RunLoopContractTests {
           arguments: CFEventProbe.Kind.allCases)
     func cfEventsAmongSlowItems(kind: CFEventProbe.Kind) throws {
         let thread = try LongThread(name: "lt-contract-slow")
-        defer { thread.stop(pending: .discard) }
         let probe = CFEventProbe(kind, count: 15)
+        // The loop may call the probe (a CF timer holds it unretained) until the thread has ended.
+        defer { withExtendedLifetime(probe) { thread.stop(pending: .discard) } }
         defer { probe.remove() }
         try thread.sync { probe.install() }
         // 5 ms items, more than the probe's 15 fires 5 ms apart can outlast.
@@ -139,11 +141,12 @@ struct RunLoopContractTests {
         try Self.queueSlowItems(100, of: 10, on: thread, starts: starts)
         let firedAt = Recorder<UInt64>()
         let fired = Latch()
-        let due = CLongThreadsShims_monotonicNanoseconds() + 20_000_000
         try thread.perform(after: .milliseconds(20)) {
             firedAt.record(CLongThreadsShims_monotonicNanoseconds())
             fired.countDown()
         }
+        // Read after the post, so no item that starts before the timer's deadline counts as late.
+        let due = CLongThreadsShims_monotonicNanoseconds() + 20_000_000
         #expect(fired.wait(timeout: .seconds(10)), "the timer never fired")
         let fire = firedAt.events.first ?? due
         let late = Double(fire - due) / 1e6

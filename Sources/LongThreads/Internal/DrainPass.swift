@@ -8,7 +8,9 @@ import CLongThreadsShims
 /// so that CF's own timers, sources and observers get their pass. The clock is read before an item
 /// only now and then while items are quick (a read costs about as much as a posted item's run), and
 /// before every item once they are slow (`readClock`); and after each wait, whose end it reads
-/// anyway (`resumed`).
+/// anyway (`resumed`). Two gaps remain, stated in LifeOfAThread.md: quick items followed by slow
+/// ones in one pass may run up to `maxItemsPerClockRead - 1` slow items past the budget, and a wait
+/// that begins near the budget's end may outlast it by its own length (a park: up to 4 ms).
 struct DrainPass {
     /// How long one callout runs (see above): about a millisecond. A budget in items instead
     /// (256) cost a third of the async throughput: a CF pass every 256 cheap items.
