@@ -9,7 +9,7 @@ extension LongThread {
     /// - Order: by deadline, whether or not it has passed, as NIO and Android order scheduled
     ///   work: of two deadlines already passed, the earlier runs first, whatever the order they
     ///   were posted in. Work posted for the same deadline and modes runs in the order it was
-    ///   posted. Timers of ``perform(after:modes:_:)`` are ordered with it by their deadline (now
+    ///   posted. Timers of ``perform(after:modes:label:group:_:)`` are ordered with it by their deadline (now
     ///   plus the delay).
     /// - Against queued work: deadline work waits in the run loop as a timer, not in the queue, and
     ///   is not ordered with ``perform(modes:label:_:)`` work: a deadline already passed neither

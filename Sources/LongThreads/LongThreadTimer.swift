@@ -156,7 +156,7 @@ extension LongThread {
     /// Runs `work` on this thread once `delay` has passed, in a run-loop pass in one of `modes`.
     ///
     /// - Order: by deadline (now plus `delay`) with the thread's other timers and deadline work
-    ///   (``perform(at:modes:label:_:)``); equal deadlines in the order scheduled. A delay below
+    ///   (``perform(at:modes:label:group:_:)``); equal deadlines in the order scheduled. A delay below
     ///   zero is a deadline already passed, ordered as one: `perform(after: .milliseconds(-5))`
     ///   runs before `perform(after: .zero)` posted earlier, if neither has run yet.
     /// - Returns: the timer, to cancel it. Keeping it is optional: the thread keeps the timer
@@ -221,7 +221,7 @@ extension LongThread {
 
     /// Runs `work` on this thread once `delay` has passed and returns its value.
     ///
-    /// - Order: as ``perform(after:modes:_:)``.
+    /// - Order: as ``perform(after:modes:label:group:_:)``.
     /// - Cancellation: cancelling the awaiting task before the work started skips it and throws
     ///   `CancellationError` at once.
     /// - After stop: throws ``LongThreadError/stopped``; a stop before the timer fired throws
