@@ -49,6 +49,13 @@ final class Connection: @unchecked Sendable {
         }
     }
 
+    /// Frees the replies not sent (the client is gone), at once: batches still in flight on the
+    /// journal thread keep the connection itself alive until they are answered.
+    func discardOutput() {
+        output = []
+        sent = 0
+    }
+
     /// Gives the kernel what it takes of the unsent replies: the bytes sent, or -1 with `errno`
     /// set (EAGAIN: the client's socket is full). Sent bytes are dropped once all are sent, or
     /// once they are most of the buffer, so that sending is linear and a drained buffer frees

@@ -279,7 +279,12 @@ final class SocketServer: Service, @unchecked Sendable {
 
     private func answer(_ connection: Connection, _ replies: [String]) {
         connection.outstanding -= 1
-        guard connections[connection.fd] === connection else { return } // cut meanwhile
+        guard connections[connection.fd] === connection else {
+            // Cut or gone meanwhile: these replies are dropped. The last batch in flight lets the
+            // connection go: what its batches allocated on the journal thread is free from now.
+            if connection.outstanding == 0 { scheduleTrim() }
+            return
+        }
         let before = connection.unsent
         connection.queue(replies)
         queuedBytes += connection.unsent - before
@@ -346,8 +351,12 @@ final class SocketServer: Service, @unchecked Sendable {
         guard connections[connection.fd] === connection else { return }
         connections[connection.fd] = nil
         connection.reading = false
-        queuedBytes -= connection.unsent
-        if connection.unsent > 65536 { scheduleTrim() }
+        let unsent = connection.unsent
+        queuedBytes -= unsent
+        // Freed before the trim: the connection itself may outlive the drop (its source's
+        // handler, batches in flight), and its buffer with it.
+        connection.discardOutput()
+        if unsent > 65536 { scheduleTrim() }
         connection.source?.cancel()
         connection.source = nil
         close(connection.fd) // after cancelling its source, as DescriptorSource asks
