@@ -116,7 +116,8 @@ final class DaemonProcess: Sendable {
         get throws {
             let status = try String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8)
             let line = try #require(status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") })
-            return Int(line.split(separator: " ")[1])! * 1024
+            let fields = line.split { $0 == " " || $0 == "\t" } // "VmRSS:\t  1234 kB"
+            return try #require(fields.count > 1 ? Int(fields[1]) : nil) * 1024
         }
     }
 
