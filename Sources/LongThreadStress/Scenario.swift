@@ -131,27 +131,72 @@ func produce(items: Int, waitEvery: Int, ledger: Ledger, thread: () -> LongThrea
 
 /// Runs `scenario` once on a fresh thread.
 func runCycle(_ scenario: Scenario, choices: CycleChoices, producers: Int, hangTimeout: Duration) throws -> CycleResult {
-    let ledger = Ledger()
+    let cycle = Cycle(choices: choices, producers: producers, hangTimeout: hangTimeout)
+    let outcome = try cycle.run(scenario)
+    let ledger = cycle.ledger
+    let (lost, found) = ledger.lost(discardedByThread: outcome.discardedByThread)
+    return CycleResult(
+        accepted: ledger.accepted, tasksRun: ledger.tasksRun, discarded: outcome.discardedByThread,
+        waitersToldDiscarded: ledger.waitersToldDiscarded, refused: ledger.refused,
+        lost: lost, problems: outcome.problems + found
+    )
+}
+
+/// What a scenario saw besides its ledger: how many items the thread says it discarded, and any
+/// problem found on the way.
+struct ScenarioOutcome {
     var discardedByThread = 0
     var problems: [String] = []
+}
+
+/// One cycle: its ledger and choices, and one method per scenario.
+struct Cycle: Sendable {
+    let ledger = Ledger()
+    let choices: CycleChoices
+    let producers: Int
+    let hangTimeout: Duration
+
+    func run(_ scenario: Scenario) throws -> ScenarioOutcome {
+        switch scenario {
+        case .stopRacingProducers: try stopRacingProducers(longTask: false)
+        case .longTaskDuringStop: try stopRacingProducers(longTask: true)
+        case .concurrentStops: try concurrentStops()
+        case .lastReferenceElsewhere: try lastReferenceElsewhere()
+        case .lastReferenceOnThread: try lastReferenceOnThread()
+        case .ownerDeallocated: try ownerDeallocated()
+        case .stopFromInside: try stopFromInside()
+        case .performAfterStop: try performAfterStop()
+        case .syncWaitersDiscard: try syncWaitersDiscard()
+        case .stopDuringNestedRun: try stopDuringNestedRun()
+        case .stopWithPendingTimers: try stopWithPendingTimers()
+        case .watchedDuringStop: try watchedDuringStop()
+        case .millionQueued: try millionQueued()
+        }
+    }
+
+    // MARK: Helpers
+
     func startProducers(_ count: Int, thread: @escaping @Sendable () -> LongThread?) -> [pthread_t] {
         (0..<count).map { _ in spawn { produce(items: choices.items, waitEvery: choices.waitEvery, ledger: ledger, thread: thread) } }
     }
-    func expectEnded(_ thread: LongThread, _ what: String) {
-        if !thread.waitUntilExit(timeout: hangTimeout) { problems.append("\(what): the thread did not end") }
+
+    func ended(_ thread: LongThread, _ what: String) -> [String] {
+        thread.waitUntilExit(timeout: hangTimeout) ? [] : ["\(what): the thread did not end"]
     }
 
-    switch scenario {
-    case .stopRacingProducers, .longTaskDuringStop:
+    // MARK: Scenarios
+
+    func stopRacingProducers(longTask: Bool) throws -> ScenarioOutcome {
         let thread = try LongThread(name: "stress")
-        if scenario == .longTaskDuringStop { post(thread, ledger: ledger) { usleep(choices.taskMicroseconds) } }
+        if longTask { post(thread, ledger: ledger) { usleep(choices.taskMicroseconds) } }
         let workers = startProducers(producers) { thread }
         usleep(choices.delayMicroseconds)
         thread.stop(pending: choices.pending)
         join(workers)
-        discardedByThread = thread.statistics.discarded
+        return ScenarioOutcome(discardedByThread: thread.statistics.discarded)
+    }
 
-    case .concurrentStops:
+    func concurrentStops() throws -> ScenarioOutcome {
         let thread = try LongThread(name: "stress")
         let workers = startProducers(producers) { thread }
         usleep(choices.delayMicroseconds)
@@ -163,28 +208,32 @@ func runCycle(_ scenario: Scenario, choices: CycleChoices, producers: Int, hangT
             }
         }
         join(stoppers + workers)
-        if notEnded.value > 0 { problems.append("\(notEnded.value) stop calls returned before the thread ended") }
-        discardedByThread = thread.statistics.discarded
+        var outcome = ScenarioOutcome(discardedByThread: thread.statistics.discarded)
+        if notEnded.value > 0 { outcome.problems.append("\(notEnded.value) stop calls returned before the thread ended") }
+        return outcome
+    }
 
-    case .lastReferenceElsewhere:
+    func lastReferenceElsewhere() throws -> ScenarioOutcome {
         let holder = Holder(try LongThread(name: "stress"))
         let weak = WeakHandle(holder.peek()!)
         let workers = startProducers(producers) { weak.thread }
         usleep(choices.delayMicroseconds)
         join([spawn { _ = holder.take() }] + workers)
-        if weak.thread != nil { problems.append("the thread outlived its last reference") }
+        return ScenarioOutcome(problems: weak.thread != nil ? ["the thread outlived its last reference"] : [])
+    }
 
-    case .lastReferenceOnThread:
+    func lastReferenceOnThread() throws -> ScenarioOutcome {
         let holder = Holder(try LongThread(name: "stress"))
         let weak = WeakHandle(holder.peek()!)
         let tid = try holder.peek()!.sync { CurrentThread.id }
         // Drops the holder's reference on the thread; a producer's may still be the last one.
         post(holder.peek()!, ledger: ledger) { _ = holder.take() }
-        let workers = startProducers(producers) { weak.thread }
-        join(workers)
-        if !waitForExit(tid: tid, timeout: hangTimeout) { problems.append("the thread did not end after its last reference") }
+        join(startProducers(producers) { weak.thread })
+        let ended = waitForExit(tid: tid, timeout: hangTimeout)
+        return ScenarioOutcome(problems: ended ? [] : ["the thread did not end after its last reference"])
+    }
 
-    case .ownerDeallocated:
+    func ownerDeallocated() throws -> ScenarioOutcome {
         var owner: NSObject? = NSObject()
         let thread = try LongThread(name: "stress", owner: owner)
         let workers = startProducers(producers) { thread }
@@ -192,23 +241,26 @@ func runCycle(_ scenario: Scenario, choices: CycleChoices, producers: Int, hangT
         owner = nil
         post(thread, ledger: ledger) {} // wakes the loop, which then finds the owner gone
         join(workers)
-        expectEnded(thread, "owner gone")
+        return ScenarioOutcome(problems: ended(thread, "owner gone"))
+    }
 
-    case .stopFromInside:
+    func stopFromInside() throws -> ScenarioOutcome {
         let thread = try LongThread(name: "stress")
         let workers = startProducers(producers) { thread }
         usleep(choices.delayMicroseconds)
         post(thread, ledger: ledger) { thread.stop() }
         join(workers)
-        expectEnded(thread, "stop from inside")
+        return ScenarioOutcome(problems: ended(thread, "stop from inside"))
+    }
 
-    case .performAfterStop:
+    func performAfterStop() throws -> ScenarioOutcome {
         let thread = try LongThread(name: "stress")
         thread.stop(pending: choices.pending)
         join(startProducers(producers) { thread })
-        if ledger.accepted != 0 { problems.append("\(ledger.accepted) posts accepted after stop") }
+        return ScenarioOutcome(problems: ledger.accepted != 0 ? ["\(ledger.accepted) posts accepted after stop"] : [])
+    }
 
-    case .syncWaitersDiscard:
+    func syncWaitersDiscard() throws -> ScenarioOutcome {
         let thread = try LongThread(name: "stress")
         let gate = DispatchSemaphore(value: 0)
         post(thread, ledger: ledger) { gate.wait() }
@@ -220,9 +272,10 @@ func runCycle(_ scenario: Scenario, choices: CycleChoices, producers: Int, hangT
         gate.signal()
         thread.stop()
         join(waiters)
-        discardedByThread = thread.statistics.discarded
+        return ScenarioOutcome(discardedByThread: thread.statistics.discarded)
+    }
 
-    case .stopDuringNestedRun:
+    func stopDuringNestedRun() throws -> ScenarioOutcome {
         let thread = try LongThread(name: "stress")
         let tracking = RunLoop.Mode("tracking")
         post(thread, ledger: ledger) { _ = try? thread.runNested(in: tracking, until: .now + .seconds(5)) }
@@ -240,21 +293,25 @@ func runCycle(_ scenario: Scenario, choices: CycleChoices, producers: Int, hangT
         usleep(choices.delayMicroseconds)
         thread.stop(pending: choices.pending)
         join(workers)
-        discardedByThread = thread.statistics.discarded
+        return ScenarioOutcome(discardedByThread: thread.statistics.discarded)
+    }
 
-    case .stopWithPendingTimers:
+    func stopWithPendingTimers() throws -> ScenarioOutcome {
         let thread = try LongThread(name: "stress")
         let timers = (0..<choices.items / 10).compactMap { index in
             try? thread.perform(after: .microseconds(Int(choices.delayMicroseconds) * (index % 20))) {}
         }
         usleep(choices.delayMicroseconds * 5)
         thread.stop(pending: choices.pending)
+        var outcome = ScenarioOutcome()
         if let pending = timers.first(where: { !$0.isCancelled }) {
-            problems.append("a timer neither fired nor was cancelled: \(pending)")
+            outcome.problems.append("a timer neither fired nor was cancelled: \(pending)")
         }
-        if thread.statistics.pendingTimers != 0 { problems.append("timers still pending after stop") }
+        if thread.statistics.pendingTimers != 0 { outcome.problems.append("timers still pending after stop") }
+        return outcome
+    }
 
-    case .watchedDuringStop:
+    func watchedDuringStop() throws -> ScenarioOutcome {
         let thread = try LongThread(name: "stress")
         let monitor = try StallMonitor(threshold: .microseconds(300), deliveryThreshold: .microseconds(500)) { _ in }
         monitor.watch(thread)
@@ -272,9 +329,10 @@ func runCycle(_ scenario: Scenario, choices: CycleChoices, producers: Int, hangT
         usleep(choices.delayMicroseconds)
         thread.stop(pending: choices.pending)
         join(workers + [stallers, toggler])
-        discardedByThread = thread.statistics.discarded
+        return ScenarioOutcome(discardedByThread: thread.statistics.discarded)
+    }
 
-    case .millionQueued:
+    func millionQueued() throws -> ScenarioOutcome {
         let thread = try LongThread(name: "stress")
         let gate = DispatchSemaphore(value: 0)
         post(thread, ledger: ledger) { gate.wait() }
@@ -286,15 +344,8 @@ func runCycle(_ scenario: Scenario, choices: CycleChoices, producers: Int, hangT
         thread.stop(waitUntilDone: false, pending: choices.pending)
         gate.signal()
         thread.stop()
-        discardedByThread = thread.statistics.discarded
+        return ScenarioOutcome(discardedByThread: thread.statistics.discarded)
     }
-
-    let (lost, found) = ledger.lost(discardedByThread: discardedByThread)
-    return CycleResult(
-        accepted: ledger.accepted, tasksRun: ledger.tasksRun, discarded: discardedByThread,
-        waitersToldDiscarded: ledger.waitersToldDiscarded, refused: ledger.refused,
-        lost: lost, problems: problems + found
-    )
 }
 
 enum CurrentThread {
