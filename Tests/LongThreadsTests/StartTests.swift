@@ -76,16 +76,24 @@ struct StartTests {
         #expect(threadNice == callerNice + 5 || threadNice == 19)
     }
 
-    @Test("past its first millisecond the thread asks for a 100 µs scheduler slice by default, keeping its nice value; nil keeps the kernel's")
-    func schedulerSlice() throws {
-        // Kernels before 6.12 keep no per-thread slice: nothing to see there. (0 asks this thread
-        // for the kernel's default, which sched_getattr then reports.)
-        guard CLongThreadsShims_setCurrentThreadSlice(0) == 0 else { return }
+    /// The kernel's default slice, asked for on this thread (0 asks for the default, which
+    /// sched_getattr then reports). Cancels the test (skipped, with the reason) on a kernel
+    /// before 6.12, which keeps no per-thread slice.
+    static func kernelDefaultSlice() throws -> UInt64 {
+        guard CLongThreadsShims_setCurrentThreadSlice(0) == 0 else {
+            try Test.cancel("the kernel keeps no per-thread scheduler slice (before Linux 6.12): sched_setattr refused one")
+        }
         let kernelDefault = CLongThreadsShims_currentThreadSlice()
-        guard kernelDefault != 0 else { return }
+        guard kernelDefault != 0 else { try Test.cancel("the kernel reports no scheduler slice (before Linux 6.12)") }
+        return kernelDefault
+    }
+
+    @Test("a thread in its first millisecond runs on the kernel's scheduler slice: a short-lived thread skips the calls")
+    func schedulerSliceOfAYoungThread() throws {
+        let kernelDefault = try Self.kernelDefaultSlice()
         // A task that starts within 1 ms of `init` (timed from before it, so surely within 1 ms of
-        // the thread's start) runs on the kernel's slice: a short-lived thread skips the calls.
-        // On a machine too loaded for that, no attempt is conclusive and nothing is asserted.
+        // the thread's start) runs on the kernel's slice. On a machine too loaded for any of the
+        // tries to start that soon, nothing can be seen: the test is skipped, saying so.
         for _ in 0..<20 {
             let before = CLongThreadsShims_monotonicNanoseconds()
             let young = try LongThread(name: "lt-slice-young")
@@ -93,9 +101,15 @@ struct StartTests {
             let (slice, at) = try young.sync { (CLongThreadsShims_currentThreadSlice(), CLongThreadsShims_monotonicNanoseconds()) }
             if at - before < 1_000_000 {
                 #expect(slice == kernelDefault)
-                break
+                return
             }
         }
+        try Test.cancel("no task of 20 new threads started within 1 ms of init: too loaded to see a young thread's slice")
+    }
+
+    @Test("past its first millisecond the thread asks for a 100 µs scheduler slice by default, keeping its nice value; nil keeps the kernel's")
+    func schedulerSlice() throws {
+        let kernelDefault = try Self.kernelDefaultSlice()
         let plain = try LongThread(name: "lt-slice")
         defer { plain.stop() }
         let nice = try LongThread(name: "lt-slice-nice", options: .init(schedulingPolicy: .other(nice: 5), schedulerSlice: .microseconds(500)))
