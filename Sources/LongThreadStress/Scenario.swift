@@ -33,7 +33,7 @@ enum Scenario: String, CaseIterable, Sendable {
         case .longTaskDuringStop: "a long task runs while stop waits"
         case .millionQueued: "stop with a million items still queued (drain or discard)"
         case .watchedDuringStop:
-            "a stall monitor (stack capture, slow delivery) is watched and unwatched while stalling work runs and stop comes"
+            "a stall monitor (stack capture, slow delivery) is watched and unwatched while work stalling on the CPU runs and stop comes"
         }
     }
 
@@ -70,6 +70,40 @@ struct CycleResult {
     var refused = 0
     var lost = 0
     var problems: [String] = []
+    var stalls = StallCounts()
+}
+
+/// The slow-dispatch reports a stall monitor delivered, by what they carry.
+struct StallCounts {
+    var reports = 0
+    /// Reports with the stalled thread's stack: the capture signal was sent and handled.
+    var withStack = 0
+    /// Reports of a thread asleep in the kernel (read from /proc, no signal sent).
+    var inKernel = 0
+
+    static func += (total: inout StallCounts, more: StallCounts) {
+        total.reports += more.reports
+        total.withStack += more.withStack
+        total.inKernel += more.inKernel
+    }
+}
+
+/// Counts a monitor's reports; its handler runs on the monitor's thread.
+final class StallRecorder: @unchecked Sendable {
+    private let lock = NSLock()
+    // Guarded by `lock`.
+    private var counts = StallCounts()
+
+    func record(_ report: StallMonitor.Report) {
+        guard report.kind == .slowDispatch else { return }
+        lock.withLock {
+            counts.reports += 1
+            if !report.stack.isEmpty { counts.withStack += 1 }
+            if report.kernelWait != nil { counts.inKernel += 1 }
+        }
+    }
+
+    var value: StallCounts { lock.withLock { counts } }
 }
 
 final class Holder: @unchecked Sendable {
@@ -138,7 +172,7 @@ func runCycle(_ scenario: Scenario, choices: CycleChoices, producers: Int, hangT
     return CycleResult(
         accepted: ledger.accepted, tasksRun: ledger.tasksRun, discarded: outcome.discardedByThread,
         waitersToldDiscarded: ledger.waitersToldDiscarded, refused: ledger.refused,
-        lost: lost, problems: outcome.problems + found
+        lost: lost, problems: outcome.problems + found, stalls: outcome.stalls
     )
 }
 
@@ -147,6 +181,7 @@ func runCycle(_ scenario: Scenario, choices: CycleChoices, producers: Int, hangT
 struct ScenarioOutcome {
     var discardedByThread = 0
     var problems: [String] = []
+    var stalls = StallCounts()
 }
 
 /// One cycle: its ledger and choices, and one method per scenario.
@@ -313,11 +348,14 @@ struct Cycle: Sendable {
 
     func watchedDuringStop() throws -> ScenarioOutcome {
         let thread = try LongThread(name: "stress")
-        let monitor = try StallMonitor(threshold: .microseconds(300), deliveryThreshold: .microseconds(500)) { _ in }
+        let stalls = StallRecorder()
+        let monitor = try StallMonitor(threshold: .microseconds(300), deliveryThreshold: .microseconds(500)) { stalls.record($0) }
         monitor.watch(thread)
-        // Stalls (past the threshold, in a system call) among the producers' short items.
+        // Stalls among the producers' short items, on the CPU (0.7 to 2.1 ms, past the threshold):
+        // the monitor signals the thread for its stack, during the stop too. (A thread asleep in
+        // a system call such as `usleep` is reported from /proc instead, with no signal.)
         let stallers = spawn {
-            for _ in 0..<20 { post(thread, ledger: ledger) { usleep(choices.taskMicroseconds / 10) } }
+            for _ in 0..<20 { post(thread, ledger: ledger) { spin(microseconds: 600 + choices.taskMicroseconds / 10) } }
         }
         let toggler = spawn {
             for round in 0..<200 {
@@ -329,7 +367,7 @@ struct Cycle: Sendable {
         usleep(choices.delayMicroseconds)
         thread.stop(pending: choices.pending)
         join(workers + [stallers, toggler])
-        return ScenarioOutcome(discardedByThread: thread.statistics.discarded)
+        return ScenarioOutcome(discardedByThread: thread.statistics.discarded, stalls: stalls.value)
     }
 
     func millionQueued() throws -> ScenarioOutcome {
@@ -346,6 +384,13 @@ struct Cycle: Sendable {
         thread.stop()
         return ScenarioOutcome(discardedByThread: thread.statistics.discarded)
     }
+}
+
+/// Runs on the CPU for `microseconds`: a busy loop on the clock (read without a system call),
+/// bounded by it.
+func spin(microseconds: UInt32) {
+    let end = ContinuousClock.now + .microseconds(Int(microseconds))
+    while ContinuousClock.now < end {}
 }
 
 enum CurrentThread {

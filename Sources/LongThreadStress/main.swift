@@ -72,6 +72,7 @@ func runCycles(runner: Int, rng: inout SeededGenerator) throws {
             tally.total.refused += result.refused
             tally.total.lost += result.lost
             tally.total.problems += result.problems
+            tally.total.stalls += result.stalls
             if !options.quiet, ContinuousClock.now - tally.lastProgress >= .seconds(1) {
                 tally.lastProgress = .now
                 let total = tally.total
@@ -92,7 +93,14 @@ let extraRunners = (1..<options.parallel).map { runner in
 }
 try runCycles(runner: 0, rng: &rng)
 join(extraRunners)
-let (total, cycles, byScenario) = tally.withLock { ($0.total, $0.cycles, $0.byScenario) }
+var (total, cycles, byScenario) = tally.withLock { ($0.total, $0.cycles, $0.byScenario) }
+// Stalls that run on the CPU are interrupted for their stacks: reports without one mean the
+// capture signals went unexercised (stalls asleep in the kernel get no signal).
+if total.stalls.reports > 0, total.stalls.withStack == 0 {
+    let problem = "\(total.stalls.reports) stall reports, none with a stack: no stack capture signal was exercised"
+    log(problem)
+    total.problems.append(problem)
+}
 
 // Threads that detached themselves (last reference dropped on the thread) end a moment later, and
 // the kernel reaps a joined thread's /proc entry a moment after pthread_join: let the counts settle.
@@ -114,6 +122,7 @@ longthread-stress summary (seed \(options.seed), \(elapsed))
   posts refused          \(total.refused)
   tasks lost             \(total.lost)
   problems               \(total.problems.count)
+  stall reports          \(total.stalls.reports) (stacks captured \(total.stalls.withStack), asleep in the kernel \(total.stalls.inKernel))
   hangs                  0
   threads leaked         \(threadsLeaked)
   descriptors leaked     \(descriptorsLeaked)

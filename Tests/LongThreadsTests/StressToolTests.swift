@@ -81,6 +81,18 @@ struct StressToolTests {
         }
     }
 
+    @Test("watched-during-stop stalls on the CPU: its reports carry stacks, so capture signals are sent during stops")
+    func watchedDuringStopCapturesStacks() throws {
+        let (status, output) = try run(["--scenario", "watched-during-stop", "--cycles", "15", "--seed", "3", "--quiet"])
+        #expect(status == 0, "\(output)")
+        // "stall reports          26 (stacks captured 14, asleep in the kernel 0)"
+        let line = try #require(output.split(separator: "\n").first { $0.hasPrefix("  stall reports") }, "\(output)")
+        let numbers = line.split { !$0.isNumber }.compactMap { Int($0) }
+        try #require(numbers.count == 3, "\(line)")
+        #expect(numbers[0] > 0, "no stall reported: \(line)")
+        #expect(numbers[1] > 0, "no report carried a stack: \(line)")
+    }
+
     @Test("bad usage exits 64")
     func badUsage() throws {
         #expect(try run(["--scenario", "no-such"]).status == 64)
