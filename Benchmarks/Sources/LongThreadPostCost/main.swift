@@ -3,6 +3,10 @@
 // cost, so (I(2N) - I(N)) / N is what one unit costs, on every thread.
 //
 //   longthread-postcost perform N      one item posted and run (default)
+//   longthread-postcost perform-context N      the same with a context propagator installed that
+//                                      captures a context (a shared reference) at every post
+//   longthread-postcost perform-no-context N   the same with a propagator installed whose
+//                                      capture finds no context (returns nil)
 //   longthread-postcost submit N       the same through `submit`, which returns a handle
 //   longthread-postcost lifecycle N    one LongThread's life: create + 1 sync task + stop + join
 //   longthread-postcost cf-lifecycle N the same life of a raw CF source0 thread (`CFSource0Life`)
@@ -32,6 +36,9 @@ let count = arguments.dropFirst().first.flatMap { Int($0) } ?? 100_000
 switch kind {
 case "perform", "submit":
     try posts(count, submit: kind == "submit")
+case "perform-context", "perform-no-context":
+    LongThread.contextPropagator = SharedContextPropagator(finds: kind == "perform-context")
+    try posts(count, submit: false)
 case "lifecycle":
     for _ in 0..<count {
         let thread = try LongThread(name: "life")
@@ -47,7 +54,7 @@ case "cf-lifecycle":
         thread.stop()
     }
 default:
-    fatalError("unknown kind \(kind): perform, submit, wake, lifecycle or cf-lifecycle")
+    fatalError("unknown kind \(kind): perform, perform-context, perform-no-context, submit, wake, lifecycle or cf-lifecycle")
 }
 
 func posts(_ count: Int, submit: Bool) throws {
@@ -74,4 +81,20 @@ func wakes(_ count: Int) throws {
         replied.wait()
     }
     thread.stop()
+}
+
+/// A propagator as cheap as one can be, so the figures are the library's share of a captured
+/// context: the capture call, the closure wrapping the work, and the restore call around it. The
+/// context is one shared reference (a `ServiceContext` is a struct over shared storage): a
+/// capture retains it and the item's end releases it.
+struct SharedContextPropagator: ContextPropagator {
+    final class Context: Sendable {}
+    static let context = Context()
+    let finds: Bool
+
+    func capture(label: String?) -> (any Sendable)? { finds ? Self.context : nil }
+
+    func restore<Result>(_ captured: any Sendable, label: String?, around work: () throws -> Result) rethrows -> Result {
+        try work()
+    }
 }
