@@ -26,6 +26,10 @@ int CLongThreadsShims_setCurrentThreadName(const char *name) {
     return pthread_setname_np(pthread_self(), name);
 }
 
+int CLongThreadsShims_currentThreadName(char *buffer, size_t size) {
+    return pthread_getname_np(pthread_self(), buffer, size);
+}
+
 int32_t CLongThreadsShims_gettid(void) {
     return (int32_t)syscall(SYS_gettid);
 }

@@ -68,6 +68,10 @@ extension LongThread {
         /// handle of a C library that is not thread-safe, say). If it throws, the thread ends
         /// without running any work (``tearDown`` is not called) and `init` throws
         /// ``LongThreadError/setUpFailed(_:)``.
+        ///
+        /// The thread lets go of it once it ran (and of ``tearDown`` when the thread ends), and of
+        /// the error it threw once `init` threw it: what they hold (a box with the thread's
+        /// handle, or with a ``ThreadBound`` of the thread) does not keep the thread alive.
         public var setUp: (@Sendable () throws -> Void)?
         /// Runs on the thread after its last item and before its run loop is torn down, however
         /// the thread ends: a stop (draining or discarding), the last handle dropped, the owner's

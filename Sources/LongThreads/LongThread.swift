@@ -64,6 +64,12 @@ public final class LongThread: Sendable {
         try core.start()
     }
 
+    /// A handle for `core`, which will run on the caller's own thread (`runCurrentThread`).
+    init(adopting core: ThreadCore) {
+        self.core = core
+        core.handle = self
+    }
+
     /// Stops the thread, draining its work, and waits for its end, unless `deinit` runs on the
     /// thread itself (a task dropped the last reference): then it requests the stop, the thread
     /// ends after that task, and nobody waits.

@@ -43,6 +43,10 @@ public enum LongThreadError: Error, Equatable, Sendable, CustomStringConvertible
     /// inside that body (its `inout` access would overlap), or from a run of the thread's loop
     /// that the body started. Nothing ran.
     case reentrantAccess
+    /// ``LongThread/runCurrentThread(name:owner:options:_:)`` was called on a thread that is a
+    /// LongThread already: from its work, its setUp or tearDown, or from inside another
+    /// `runCurrentThread`. A thread runs one loop of the library's at a time; nothing changed.
+    case alreadyALongThread
 
     /// A sentence naming what happened, for logs.
     public var description: String {
@@ -56,6 +60,7 @@ public enum LongThreadError: Error, Equatable, Sendable, CustomStringConvertible
         case .cancelled: "LongThread: the work was cancelled before it started"
         case .timedOut: "LongThread: the wait for the work timed out"
         case .setUpFailed(let error): "LongThread: the thread's setUp threw \(error)"
+        case .alreadyALongThread: "LongThread: runCurrentThread was called on a thread that is a LongThread already"
         case .reentrantAccess:
             "LongThread: a thread-bound value was reached from inside a body that was using it"
         case .invalidMode(let mode):
@@ -70,7 +75,8 @@ public enum LongThreadError: Error, Equatable, Sendable, CustomStringConvertible
     public static func == (lhs: LongThreadError, rhs: LongThreadError) -> Bool {
         switch (lhs, rhs) {
         case (.stopped, .stopped), (.discarded, .discarded), (.noModes, .noModes), (.queueFull, .queueFull),
-             (.cancelled, .cancelled), (.timedOut, .timedOut), (.reentrantAccess, .reentrantAccess):
+             (.cancelled, .cancelled), (.timedOut, .timedOut), (.reentrantAccess, .reentrantAccess),
+             (.alreadyALongThread, .alreadyALongThread):
             true
         case (.cannotStart(let a), .cannotStart(let b)): a == b
         case (.tooManyModes(let a), .tooManyModes(let b)): a == b

@@ -10,6 +10,8 @@
 
 /// Sets the calling thread's kernel name (truncated by the caller to 15 bytes).
 int CLongThreadsShims_setCurrentThreadName(const char *name);
+/// Copies the calling thread's kernel name into `buffer` (16 bytes hold any); returns 0 or errno.
+int CLongThreadsShims_currentThreadName(char *buffer, size_t size);
 /// The kernel thread id of the calling thread.
 int32_t CLongThreadsShims_gettid(void);
 

@@ -238,6 +238,32 @@ final class RunLoopEngine: @unchecked Sendable {
         watches?.tearDown()
     }
 
+    /// Loop thread, after `tearDown`, on a thread that outlives its loop
+    /// (`LongThread.runCurrentThread`): takes the engine's sources, observers and timer out of every
+    /// mode, which CF's thread-exit finaliser does for a spawned thread. A producer still holding
+    /// the engine then signals an invalid source, which CF ignores.
+    func removeFromLoop() {
+        for source in loopObjects.sources { CFRunLoopSourceInvalidate(source) }
+        for observer in loopObjects.observers { CFRunLoopObserverInvalidate(observer) }
+        for timer in loopObjects.timers { CFRunLoopTimerInvalidate(timer) }
+    }
+
+    /// The engine's own CF objects in the loop. Under the thread's lock, or on the loop thread
+    /// once the engine is out of the shared state.
+    struct LoopObjects: @unchecked Sendable {
+        var sources: [CFRunLoopSource]
+        var observers: [CFRunLoopObserver]
+        var timers: [CFRunLoopTimer]
+    }
+
+    var loopObjects: LoopObjects {
+        LoopObjects(
+            sources: [workSource] + [wakePort?.source, timers?.source].compactMap { $0 },
+            observers: [observer] + [wakeObserver].compactMap { $0 },
+            timers: [timers?.deadline].compactMap { $0 }
+        )
+    }
+
     /// The thread's descriptor watches, made the first time. Any thread, under the thread's
     /// lock, only while the loop lives.
     var descriptorWatches: DescriptorWatches {

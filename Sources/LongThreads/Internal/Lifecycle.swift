@@ -30,6 +30,9 @@ struct Lifecycle {
         case joined
         /// The thread detached itself; nobody may join it.
         case detached
+        /// The caller's own thread runs the loop (`LongThread.runCurrentThread`): nobody joins it;
+        /// its end is `exited`, signalled once it is given back.
+        case adopted
     }
 
     /// What a stop request has to do, decided under the lock, done after it.
@@ -67,6 +70,10 @@ struct Lifecycle {
         join = .joinable(thread)
     }
 
+    mutating func threadAdopted() {
+        join = .adopted
+    }
+
     mutating func loopStarted() {
         // A stop requested during start-up stays: it is sticky.
         if state == .starting { state = .running }
@@ -100,7 +107,7 @@ struct Lifecycle {
             return .join(thread)
         case .joining:
             return .waitForJoiner
-        case .joined, .detached, .noThread:
+        case .joined, .detached, .noThread, .adopted:
             return .done
         }
     }

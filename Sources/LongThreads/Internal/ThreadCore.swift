@@ -88,12 +88,22 @@ final class ThreadCore: @unchecked Sendable {
     @exclusivity(unchecked) var lingerMissedAt: UInt64 = 0
     /// The `ThreadBound` values alive on this thread, destroyed before `tearDown` (`BoundStorage`).
     var boundValues = BoundValues()
+    /// `Options.setUp` and `tearDown`, out of `options` so that the thread releases each once it
+    /// can no longer run: setUp once it ran, tearDown when the loop closes. A closure that holds
+    /// (in a box it captured) a `ThreadBound` of this thread, or its handle, would otherwise keep
+    /// this core alive from its own `options`: a cycle. Written in `init`, then loop thread only.
+    var hooks: Hooks
     /// When the first callout settles the thread in (monotonic ns; `settleIn`); `.max` once done.
     @exclusivity(unchecked) var settleInAt: UInt64 = .max
     /// What a parked loop thread sleeps on (`park`): rung by the producer or stopper that finds it
     /// parked (`WorkQueue.consumerParked`). Declared last, so that the fields producers and the
     /// drain touch on every item keep the layout they had.
     let parkBell = Doorbell()
+
+    struct Hooks {
+        var setUp: (@Sendable () throws -> Void)?
+        var tearDown: (@Sendable () -> Void)?
+    }
 
     struct SharedState {
         var lifecycle = Lifecycle()
@@ -142,6 +152,11 @@ final class ThreadCore: @unchecked Sendable {
          settleInDelay: UInt64 = ThreadCore.settleInDelayNanoseconds) {
         self.name = name
         self.settleInDelay = settleInDelay
+        // setUp and tearDown are kept apart (`hooks`) so that the thread can let them go.
+        var options = options
+        hooks = Hooks(setUp: options.setUp, tearDown: options.tearDown)
+        options.setUp = nil
+        options.tearDown = nil
         self.options = options
         self.watchesOwner = owner != nil
         self.hasQueueLimit = options.queueLimit != nil
@@ -178,9 +193,9 @@ final class ThreadCore: @unchecked Sendable {
             waitUntilExit(timeout: nil)
             throw .cannotStart(errno: startError)
         }
-        if let setUpError = handshake.setUpError {
+        if handshake.setUpError != nil {
             waitUntilExit(timeout: nil)
-            throw .setUpFailed(setUpError)
+            throw .setUpFailed(takeSetUpError())
         }
         // A new thread usually starts on its creator's CPU: then the creator's first wait for a
         // reply sleeps at once instead of spinning on the CPU the thread needs to reply.
@@ -194,12 +209,38 @@ final class ThreadCore: @unchecked Sendable {
         // The affinity is inherited (spawn sets none), so the creator's sample holds here too.
         CLongThreadsShims_adoptLoadSample(handshake.creatorLoadSample)
         if let error = PosixThread.applyToCurrentThread(options.schedulingPolicy) {
-            handshake.startError = error
-            shared.withLock { $0.lifecycle.startFailed() }
-            handshake.ready.signal()
-            announceExit()
+            failStart(errno: error)
             return
         }
+        guard let engine = openLoop() else { return }
+        let setUpSucceeded = setUp()
+        if setUpSucceeded {
+            instrument?.record(.started(name: name))
+            handshake.loopCPU = CLongThreadsShims_currentCPU()
+            handshake.ready.signal()
+            runUntilStopped(engine)
+            endService()
+        } else {
+            destroyBoundValues() // bound by setUp before it threw
+        }
+        closeLoop(engine)
+        if !setUpSucceeded { handshake.ready.signal() }
+        announceExit()
+    }
+
+    /// Loop thread: the start failed with `errno` before the loop ran; tells the creator and
+    /// announces the end.
+    func failStart(errno: Int32) {
+        handshake.startError = errno
+        shared.withLock { $0.lifecycle.startFailed() }
+        handshake.ready.signal()
+        announceExit()
+    }
+
+    /// Loop thread, once its scheduling is set: makes the engine (and so the thread's run loop)
+    /// and makes this core the thread's current one. Nil, after `failStart`, when out of
+    /// descriptors (CF would have halted the process making the loop).
+    func openLoop() -> RunLoopEngine? {
         let (settleInAt, overflow) = CLongThreadsShims_monotonicNanoseconds().addingReportingOverflow(settleInDelay)
         self.settleInAt = overflow ? .max : settleInAt
         let engine: RunLoopEngine
@@ -208,12 +249,9 @@ final class ThreadCore: @unchecked Sendable {
             // (`checkOwner`) or an instrument. `statistics` turns counting on when first read.
             engine = try RunLoopEngine(delegate: self, countsWakeUps: watchesOwner || instrument != nil)
         } catch {
-            // Out of descriptors: CF would have halted the process making the loop.
-            handshake.startError = if case .outOfResources(let errno) = error { errno } else { EAGAIN }
-            shared.withLock { $0.lifecycle.startFailed() }
-            handshake.ready.signal()
-            announceExit()
-            return
+            let errno: Int32 = if case .outOfResources(let errno) = error { errno } else { EAGAIN }
+            failStart(errno: errno)
+            return nil
         }
         pthread_setspecific(Self.currentKey, Unmanaged.passUnretained(self).toOpaque())
         self.engine = engine
@@ -221,30 +259,33 @@ final class ThreadCore: @unchecked Sendable {
             state.engine = engine
             state.lifecycle.loopStarted()
         }
-        if setUp() {
-            instrument?.record(.started(name: name))
-            handshake.loopCPU = CLongThreadsShims_currentCPU()
-            handshake.ready.signal()
-            runUntilStopped(engine)
-            // After the last item, before the loop is torn down, however the stop came: the
-            // thread's bound values first, so that tearDown may close what they used.
-            destroyBoundValues()
-            options.tearDown?()
-        } else {
-            destroyBoundValues() // bound by setUp before it threw
-        }
+        return engine
+    }
+
+    /// Loop thread, after the last item, before the loop is torn down, however the stop came: the
+    /// thread's bound values first, so that tearDown may close what they used.
+    func endService() {
+        destroyBoundValues()
+        hooks.tearDown?()
+    }
+
+    /// Loop thread, after its service: the loop's exit (`finishExit`), then the thread is no
+    /// longer this core's, and the hooks are let go (before the end is announced, so that a
+    /// stopper finds them released).
+    func closeLoop(_ engine: RunLoopEngine) {
         finishExit(engine)
         self.engine = nil
         pthread_setspecific(Self.currentKey, nil)
-        if handshake.setUpError != nil { handshake.ready.signal() }
-        announceExit()
+        hooks = Hooks()
     }
 
-    /// Loop thread, before its first run: runs `Options.setUp`. When it throws, records the error
-    /// and stops the thread (nothing can have been posted yet but by setUp itself, and that is
-    /// discarded); `start()` then throws it. Returns whether the thread may serve work.
-    private func setUp() -> Bool {
-        guard let setUp = options.setUp else { return true }
+    /// Loop thread, before its first run: runs `Options.setUp` and lets go of it. When it throws,
+    /// records the error and stops the thread (nothing can have been posted yet but by setUp
+    /// itself, and that is discarded); `start()` then throws it. Returns whether the thread may
+    /// serve work.
+    func setUp() -> Bool {
+        guard let setUp = hooks.setUp else { return true }
+        hooks.setUp = nil
         do {
             try setUp()
             return true
@@ -253,6 +294,13 @@ final class ThreadCore: @unchecked Sendable {
             requestStop(.discard)
             return false
         }
+    }
+
+    /// What setUp threw, taken out of the core once the loop ended: an error that holds a
+    /// `ThreadBound` of this thread (or its handle) would otherwise keep the core alive.
+    func takeSetUpError() -> any Error {
+        defer { handshake.setUpError = nil }
+        return handshake.setUpError!
     }
 
     /// The targets of this thread's observers (`EngineItem.observer`), made by the first one
