@@ -4,9 +4,8 @@ import Foundation
 import Testing
 
 /// After it answers a caller on its own CPU, a loop thread parks: it sleeps on a futex of its own
-/// for that caller's next request, not in CF (see "Park" in shims.c). Where threads run is the
-/// scheduler's choice, so these threads force the park (`CLongThreadsShims_setParkOverride`, set on
-/// the loop thread by `setUp`) for a minute, far longer than any wait here: whatever must end a
+/// for that caller's next request, not in CF (`WaitPolicy.parkBudget`). Where threads run is the
+/// scheduler's choice, so these threads force the park (their `WaitPolicy`) for a minute, far longer than any wait here: whatever must end a
 /// park early (a post, a stop, a new timer, descriptor source or observer) fails its bounded wait
 /// if it does not, and so does a thread that parks when it must not.
 @Suite("Parking after a reply")
@@ -16,10 +15,7 @@ struct ParkTests {
     /// A thread that parks for up to `nanoseconds` after every reply, on any CPU (and never
     /// lingers, which a caller on another CPU would otherwise get instead).
     static func parkingThread(_ name: String, nanoseconds: Int64 = minute) throws -> LongThread {
-        try LongThread(name: name, options: .init(setUp: {
-            CLongThreadsShims_setLingerOverride(-1)
-            CLongThreadsShims_setParkOverride(nanoseconds)
-        }))
+        try LongThread(name: name, waitPolicy: .forcing(linger: .never, park: WaitPolicy.forced(nanoseconds)))
     }
 
     /// Waits, for 10 s at most, until `thread`'s loop is parked (`parked`) or not.
@@ -187,12 +183,12 @@ struct ParkTests {
 
     @Test("a park no post ends ends by itself, and the thread then sleeps without waking")
     func parkEndsByItself() throws {
-        // The real bound: 4 ms.
-        let thread = try Self.parkingThread("lt-park-ends", nanoseconds: 4_000_000)
+        // The real bound: a tick.
+        let thread = try Self.parkingThread("lt-park-ends", nanoseconds: WaitPolicy.machine.parkMost)
         defer { thread.stop() }
         let tid = try thread.kernelThreadID()
         #expect(waitUntil(timeout: .seconds(5)) { !thread.core.shared.withLock { $0.queue.consumerParked } && threadIsSleeping(tid) },
-                "a park outlived its 4 ms bound")
+                "a park outlived its one-tick bound")
         let before = try #require(ProcessCensus.voluntarySwitches(ofThread: tid))
         // Measures an absence (no wake-ups), it does not wait for an event.
         usleep(100_000)
@@ -202,26 +198,28 @@ struct ParkTests {
 
     @Test("the loop parks for a caller on its own CPU only, and stops parking while parks find no work")
     func parkBudget() throws {
+        let policy = WaitPolicy.machine
         let (checks, _) = try SameCPUSpinTests.onOneCPU { cpu, other -> [(Bool, String)]? in
+            let learning = WaitLearning.current
             SameCPUSpinTests.answerCaller(on: other)
-            let forOther = CLongThreadsShims_parkBudget()
+            let forOther = policy.parkBudget(&learning.pointee)
             SameCPUSpinTests.answerCaller()
-            let forHere = CLongThreadsShims_parkBudget()
+            let forHere = policy.parkBudget(&learning.pointee)
             // Parks that end without work: then only every 16th reply parks.
-            for _ in 0..<32 { CLongThreadsShims_parkRecord(false, 4_000_000) }
+            for _ in 0..<32 { policy.parkEnded(won: false, after: policy.parkMost, &learning.pointee) }
             var parkedAfterLosses = 0
             for _ in 0..<32 {
                 // Off this CPU the budget is 0 for another reason: try again.
                 guard CLongThreadsShims_currentCPU() == cpu else { return nil }
-                if CLongThreadsShims_parkBudget() > 0 { parkedAfterLosses += 1 }
+                if policy.parkBudget(&learning.pointee) > 0 { parkedAfterLosses += 1 }
             }
             return [
                 (forOther == 0, "parks \(forOther) ns for a caller on CPU \(other), not its own"),
-                (forHere == 4_000_000, "parks \(forHere) ns for a caller on its own CPU \(cpu), not 4 ms"),
+                (forHere == policy.parkMost, "parks \(forHere) ns for a caller on its own CPU \(cpu), not a tick"),
                 (parkedAfterLosses == 2, "\(parkedAfterLosses) of 32 replies parked after parks kept losing, not 2"),
             ]
         }
-        CLongThreadsShims_resetSpinHistories()
+        WaitLearning.resetCurrent()
         for (passed, what) in checks { #expect(passed, "\(what)") }
     }
 }
@@ -246,10 +244,9 @@ extension StallMonitoring {
             // Waits for up to a second after each reply: fifty thresholds. (A linger spins: it
             // holds a CPU for the absence measured below, 0.2 s.)
             let second: Int64 = 1_000_000_000
-            let thread = try LongThread(name: "lt-wait-stall", options: .init(setUp: {
-                CLongThreadsShims_setLingerOverride(wait == .linger ? second : -1)
-                CLongThreadsShims_setParkOverride(wait == .park ? second : -1)
-            }))
+            let thread = try LongThread(name: "lt-wait-stall", waitPolicy: .forcing(
+                linger: wait == .linger ? .always(nanoseconds: second) : .never,
+                park: wait == .park ? .always(nanoseconds: second) : .never))
             defer { thread.stop() }
             monitor.watch(thread)
             try thread.sync(label: "quick") {}
