@@ -224,6 +224,59 @@ struct ParkTests {
     }
 }
 
+/// A linger spins for the whole wait; a park sleeps on a futex. A caller that comes back later
+/// than a linger pays for (it computes between requests) gets a park, on any CPU (issue 29: at
+/// 20 µs between computing requests, lingers cost 1.4× the best peer's CPU).
+@Suite("Waits that pay for themselves")
+struct PayingWaitTests {
+    static let policy = WaitPolicy.forcing(spareCPU: true)
+
+    @Test("a loop whose caller on another CPU comes back later than a linger pays for parks instead, and lingers again once it comes back soon")
+    func lateCallerGetsAPark() throws {
+        let policy = Self.policy
+        let (checks, _) = try SameCPUSpinTests.onOneCPU { cpu, other -> [(Bool, String)]? in
+            let learning = WaitLearning.current
+            SameCPUSpinTests.answerCaller(on: other)
+            let lingerAtFirst = policy.lingerBudget(&learning.pointee)
+            let parkAtFirst = policy.parkBudget(&learning.pointee)
+            // The caller computes 3 linger-worths between requests: the lingers win, late.
+            let late = 3 * policy.lingerPaysUntil
+            for _ in 0..<8 { policy.lingerWon(after: late, &learning.pointee) }
+            let lingerWhenLate = policy.lingerBudget(&learning.pointee)
+            let parkWhenLate = policy.parkBudget(&learning.pointee)
+            // Back to back again: the parks win at once.
+            for _ in 0..<16 { policy.parkEnded(won: true, after: 1_000, &learning.pointee) }
+            let lingerWhenSoon = policy.lingerBudget(&learning.pointee)
+            let parkWhenSoon = policy.parkBudget(&learning.pointee)
+            guard CLongThreadsShims_currentCPU() == cpu else { return nil }
+            return [
+                (lingerAtFirst > 0 && parkAtFirst == 0, "a fresh loop: linger \(lingerAtFirst) ns, park \(parkAtFirst) ns"),
+                (lingerWhenLate == 0, "lingers \(lingerWhenLate) ns for a caller back after \(late) ns"),
+                (parkWhenLate == policy.parkMost, "parks \(parkWhenLate) ns for a caller back after \(late) ns, not a tick"),
+                (lingerWhenSoon > 0 && parkWhenSoon == 0,
+                 "a caller back at once again: linger \(lingerWhenSoon) ns, park \(parkWhenSoon) ns"),
+            ]
+        }
+        WaitLearning.resetCurrent()
+        for (passed, what) in checks { #expect(passed, "\(what)") }
+    }
+
+    @Test("round trips with a computing caller between them return every value, through parks on any CPU")
+    func computingCallerRoundTrips() throws {
+        let thread = try LongThread(name: "lt-pay", waitPolicy: Self.policy)
+        defer { thread.stop() }
+        for value in 0..<300 {
+            LingerTests.spin(nanoseconds: 30_000)
+            let got = try thread.sync { value }
+            #expect(got == value)
+            if got != value { return }
+        }
+        let ran = Latch()
+        try thread.perform { ran.countDown() }
+        #expect(ran.wait(timeout: .seconds(10)), "a post after the round trips never ran")
+    }
+}
+
 extension StallMonitoring {
     /// A loop thread waiting for a caller's next request (a park, or a linger) is not running a
     /// callout: a monitor must not take the wait for the last item running on.

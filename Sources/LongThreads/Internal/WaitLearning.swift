@@ -51,6 +51,9 @@ struct WaitLearning {
     var lingers = WaitHistory(average: WaitPolicy.initialSpinAverage)
     var joins = WaitHistory(average: WaitPolicy.initialJoinAverage)
     var parks = WaitHistory(average: WaitPolicy.initialSpinAverage)
+    /// Loop thread: moving average of how long its callers took to post again after a reply,
+    /// in ns, as its lingers and parks saw it (each sample at most a park's length).
+    var callerGap = WaitPolicy.initialSpinAverage
     var load = LoadSample()
     /// Loop thread: its key in its replies (`ThreadCore.replierKey`).
     var replierKey: UnsafeRawPointer?

@@ -39,6 +39,14 @@ import CLongThreadsShims
 /// finds the loop awake). Measured with two CPU-bound threads beside a caller: round trips whose
 /// threads ran on different CPUs took 1.1-2.7 µs at the median, against 25 µs when both slept.
 ///
+/// **Paying for itself.** A wait is judged by the CPU of both threads, not the caller's latency
+/// alone. A linger spins: it costs the loop thread the whole wait. A park sleeps on a futex: it
+/// costs a system call on each side whatever the wait, and saves the loop's sleep and wake in CF
+/// (an eventfd write, a ppoll, an epoll_wait, a read and a pass of CF's). So the loop thread
+/// learns how long its callers take to post again after a reply (`WaitLearning.callerGap`, from
+/// every linger and park): a caller that computes between requests comes back later than a
+/// linger can pay for (`lingerPaysUntil`), and the loop then parks instead, on any CPU.
+///
 /// **Learning.** A spin lasts three times the recent waits that won (a moving average: a reply a
 /// little slower than usual is still caught), at least `spinLeast`, at most its cap; while fewer
 /// than a quarter of recent waits won, only every `probeInterval`-th goes on (`WaitHistory`).
@@ -69,6 +77,13 @@ struct WaitPolicy: Sendable {
     var lingerMost: Int64 = 80_000
     /// Its cap under load.
     var loadedLingerMost: Int64 = 20_000
+    /// The longest caller gap a linger is worth: a linger that wins after this long has spun
+    /// longer than a park's futex wait and wake (a system call on each side, and the caller's
+    /// spin for the reply, which a woken loop thread makes lose) cost both threads. Past it, the
+    /// loop parks. About the CPU of one sleep and wake on a VM (2-5 µs each side), measured by
+    /// the whole-cost benchmark: at 20 µs between computing requests a linger cost 1.4× the best
+    /// peer's CPU.
+    var lingerPaysUntil: Int64 = 10_000
     /// The join spin's floor and cap: a thread's end (CF's teardown, the exit) takes tens of µs
     /// after the stop reaches it, about what a sleeping joiner's wake-up costs.
     var joinSpinLeast: Int64 = 20_000
@@ -154,20 +169,34 @@ extension WaitPolicy {
         case .never: return 0
         case .learnt: break
         }
-        if learning.waiterSharesCPU { return 0 }
+        if learning.waiterSharesCPU || callerComesBackLate(learning) { return 0 }
         let spare = spareCPUNow(Int64(CLongThreadsShims_monotonicNanoseconds()), &learning)
         return learntBudget(&learning.lingers, most: spare ? lingerMost : loadedLingerMost)
+    }
+
+    /// Loop thread: its callers have lately come back later than a linger pays for (a park costs
+    /// both threads less).
+    func callerComesBackLate(_ learning: WaitLearning) -> Bool {
+        learning.callerGap > lingerPaysUntil
+    }
+
+    /// Loop thread: a caller posted again `gap` ns after a reply (at most a park's length: longer
+    /// is simply late). A quarter each: a change of pace is seen within a few round trips.
+    func learnCallerGap(_ gap: Int64, _ learning: inout WaitLearning) {
+        learning.callerGap += (min(max(gap, 0), parkMost) - learning.callerGap) / 4
     }
 
     /// Loop thread: a linger found work after `waited` ns.
     func lingerWon(after waited: Int64, _ learning: inout WaitLearning) {
         learning.lingers.record(won: true, waited: waited)
+        learnCallerGap(waited, &learning)
     }
 
     /// Loop thread: after a linger that found no work, the next request came `late` ns after the
     /// linger began. Within what a linger may last, the caller only woke slowly (it slept on its
     /// futex): not a loss but a budget too short, learnt fast; later, a loss.
     func lingerMissed(late: Int64, _ learning: inout WaitLearning) {
+        learnCallerGap(late, &learning)
         if late > lingerMost {
             learning.lingers.record(won: false, waited: 0)
         } else {
@@ -180,20 +209,23 @@ extension WaitPolicy {
     /// runs that request in the same callout, with no pass of CF's) before sleeping in CF. A caller
     /// that shares the CPU cannot be lingered for; when it did not take the CPU at the reply's wake
     /// (a CPU-bound neighbour shares it), a sleep in CF cost about seven system calls per round
-    /// trip (7.0 µs against Dispatch's 4.7), the park one futex wake. 0 when the caller was on
-    /// another CPU, or recent parks found no work (but for probes).
+    /// trip (7.0 µs against Dispatch's 4.7), the park one futex wake. A caller on another CPU
+    /// gets a park too when it comes back later than a linger pays for (`callerComesBackLate`).
+    /// 0 when the caller was on another CPU and comes back soon (a linger's case), or recent parks
+    /// found no work (but for probes).
     func parkBudget(_ learning: inout WaitLearning) -> Int64 {
         switch park {
         case .always(let nanoseconds): return nanoseconds
         case .never: return 0
         case .learnt: break
         }
-        if !learning.waiterSharesCPU || learning.parks.sitsOut(probeInterval: probeInterval) { return 0 }
-        return parkMost
+        if !learning.waiterSharesCPU && !callerComesBackLate(learning) { return 0 }
+        return learning.parks.sitsOut(probeInterval: probeInterval) ? 0 : parkMost
     }
 
     /// Loop thread: a park ended after `waited` ns, with work (`won`) or without.
     func parkEnded(won: Bool, after waited: Int64, _ learning: inout WaitLearning) {
         learning.parks.record(won: won, waited: waited)
+        learnCallerGap(won ? waited : parkMost, &learning)
     }
 }
