@@ -70,6 +70,16 @@ public final class LongThread: Sendable {
         core.handle = self
     }
 
+    /// Tests: a thread whose waits, and its callers' waits for its replies, follow `waitPolicy`
+    /// (forced waits or load) instead of the machine's.
+    init(name: String?, options: LongThread.Options = .init(),
+         settleInDelay: UInt64 = ThreadCore.settleInDelayNanoseconds,
+         waitPolicy: WaitPolicy) throws(LongThreadError) {
+        core = ThreadCore(name: name, owner: nil, options: options, settleInDelay: settleInDelay, waitPolicy: waitPolicy)
+        core.handle = self
+        try core.start()
+    }
+
     /// Stops the thread, draining its work, and waits for its end, unless `deinit` runs on the
     /// thread itself (a task dropped the last reference): then it requests the stop, the thread
     /// ends after that task, and nobody waits.

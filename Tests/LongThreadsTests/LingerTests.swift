@@ -1,18 +1,17 @@
 import CLongThreadsShims
 import Foundation
-import LongThreads
+@testable import LongThreads
 import Testing
 
 /// After it answers a blocked caller, a loop thread lingers (looks for work without sleeping) for
 /// a few microseconds, while producers skip the wake-up. Whether it lingers depends on the
-/// machine's load, so these threads force it (`CLongThreadsShims_setLingerOverride`, set on the
-/// loop thread by `setUp`): the tests check that nothing posted around a linger is lost and that
+/// machine's load, so these threads force it (their `WaitPolicy`): the tests check that nothing posted around a linger is lost and that
 /// a stop ends one, not how fast anything is.
 @Suite("Lingering after a reply")
 struct LingerTests {
     /// A thread that lingers `nanoseconds` after every reply.
     static func lingeringThread(_ name: String, nanoseconds: Int64 = 40_000) throws -> LongThread {
-        try LongThread(name: name, options: .init(setUp: { CLongThreadsShims_setLingerOverride(nanoseconds) }))
+        try LongThread(name: name, waitPolicy: .forcing(linger: WaitPolicy.forced(nanoseconds)))
     }
 
     /// Spins (no system call, no sleep) for about `nanoseconds`: a post lands inside the linger or
@@ -94,7 +93,7 @@ struct LingerTests {
 /// the caller which CPU replied, and the replier which CPU its caller was on; either skips its spin
 /// when that is its own CPU. Checked on the shims directly: the scheduler decides where real
 /// threads run. Each check runs with this thread pinned to one CPU (it cannot move mid-check) and
-/// a spare CPU forced (pinned, the thread has none of its own: `CLongThreadsShims_setSpareCPUOverride`),
+/// a spare CPU forced (pinned, the thread has none of its own: `policy`),
 /// and is made only when a control (the same calls with the other thread on another CPU) shows
 /// spinning would otherwise happen, before and after the budget under test. Each try starts from
 /// a fresh spin history: one whose spins lost only spins every 16th wait, which would zero a
@@ -103,6 +102,14 @@ struct LingerTests {
 /// fails it.
 @Suite("Spinning for a thread on the same CPU")
 struct SameCPUSpinTests {
+    /// The machine's rules with a spare CPU.
+    static let policy = WaitPolicy.forcing(spareCPU: true)
+
+    /// The calling thread's learning.
+    static var learning: UnsafeMutablePointer<WaitLearning> { WaitLearning.current }
+
+    static var now: Int64 { Int64(CLongThreadsShims_monotonicNanoseconds()) }
+
     /// Runs `measure(cpu, otherCPU)` until a try is conclusive, and checks that try: `measure`
     /// returns the budget with the other thread on another CPU (the control), the budget under
     /// test, and the CPU the latter's event recorded. `skips`: whether the budget under test must
@@ -111,8 +118,6 @@ struct SameCPUSpinTests {
         _ what: String, skips: Bool = true,
         _ measure: (_ cpu: Int32, _ other: Int32) -> (control: Int64, underTest: Int64, recorded: Int32)
     ) throws {
-        CLongThreadsShims_setSpareCPUOverride(1)
-        defer { CLongThreadsShims_setSpareCPUOverride(-1) }
         let (budget, cpu) = try onOneCPU { cpu, other -> (control: Int64, underTest: Int64, recorded: Int32)? in
             let budget = measure(cpu, other)
             // The control again, after the budget under test.
@@ -147,7 +152,7 @@ struct SameCPUSpinTests {
         let other = allowed.first { $0 != cpu } ?? cpu
         let tries = 20
         for _ in 0..<tries {
-            CLongThreadsShims_resetSpinHistories()
+            WaitLearning.resetCurrent()
             if let result = body(cpu, other) { return (result, cpu) }
         }
         throw Inconclusive(tries: tries, cpu: cpu)
@@ -161,7 +166,7 @@ struct SameCPUSpinTests {
         var event = CLongThreadsShims_Event()
         CLongThreadsShims_eventInit(&event)  // made here: the caller's CPU is this one
         if let cpu { event.waiterCPU = cpu }
-        CLongThreadsShims_eventReply(&event)
+        OneShotEvent.reply(to: &event)
         return event.waiterCPU
     }
 
@@ -169,9 +174,9 @@ struct SameCPUSpinTests {
     func noLingerForCallerOnSameCPU() throws {
         try Self.check("lingered") { _, other in
             Self.answerCaller(on: other)
-            let forOther = CLongThreadsShims_lingerBudget()
+            let forOther = Self.policy.lingerBudget(&Self.learning.pointee)
             let recorded = Self.answerCaller()
-            return (forOther, CLongThreadsShims_lingerBudget(), recorded)
+            return (forOther, Self.policy.lingerBudget(&Self.learning.pointee), recorded)
         }
     }
 
@@ -182,19 +187,21 @@ struct SameCPUSpinTests {
     /// budget for `replierA` after the first (the control), the budget for `asked` after the
     /// second, and the CPU the second recorded.
     static func spinBudgets(asking asked: UnsafeRawPointer, other: Int32) -> (control: Int64, underTest: Int64, recorded: Int32) {
-        CLongThreadsShims_setReplierKey(replierA)
-        defer { CLongThreadsShims_setReplierKey(nil) }
+        learning.pointee.replierKey = replierA
+        defer { learning.pointee.replierKey = nil }
         var control = CLongThreadsShims_Event()
         CLongThreadsShims_eventInit(&control)
-        CLongThreadsShims_eventReply(&control)
+        OneShotEvent.reply(to: &control)
         control.replierCPU = other
-        CLongThreadsShims_eventWaitForReply(&control, replierA, false)  // set: returns at once, noting the reply
-        let forOther = CLongThreadsShims_replySpinBudget(replierA, false)
+        // Set: returns at once, noting the reply.
+        OneShotEvent.waitForReply(&control, from: replierA, replierAwake: false, policy: policy)
+        let forOther = policy.replySpinBudget(from: replierA, replierAwake: false, now: now, &learning.pointee)
         var event = CLongThreadsShims_Event()
         CLongThreadsShims_eventInit(&event)
-        CLongThreadsShims_eventReply(&event)  // replied from this CPU
-        CLongThreadsShims_eventWaitForReply(&event, replierA, false)
-        return (forOther, CLongThreadsShims_replySpinBudget(asked, false), event.replierCPU)
+        OneShotEvent.reply(to: &event)  // replied from this CPU
+        OneShotEvent.waitForReply(&event, from: replierA, replierAwake: false, policy: policy)
+        return (forOther, policy.replySpinBudget(from: asked, replierAwake: false, now: now, &learning.pointee),
+                event.replierCPU)
     }
 
     /// Notes `replierA` as last seen on `other`, then on `cpu`; returns `budget(replierA)` after
@@ -202,21 +209,27 @@ struct SameCPUSpinTests {
     static func budgetsAfterNoting(
         _ cpu: Int32, _ other: Int32, _ budget: (UnsafeRawPointer) -> Int64
     ) -> (control: Int64, underTest: Int64, recorded: Int32) {
-        CLongThreadsShims_noteReplier(replierA, other)
+        learning.pointee.noteReplier(replierA, cpu: other)
         let forOther = budget(replierA)
-        CLongThreadsShims_noteReplier(replierA, cpu)
+        learning.pointee.noteReplier(replierA, cpu: cpu)
         return (forOther, budget(replierA), cpu)
     }
 
     @Test("a creator does not spin for its new thread's first reply when the thread started on its CPU")
     func noSpinForNewThreadOnSameCPU() throws {
         // What `ThreadCore.start` notes from the start handshake: the new thread's key and CPU.
-        try Self.check("would spin") { Self.budgetsAfterNoting($0, $1) { CLongThreadsShims_replySpinBudget($0, false) } }
+        try Self.check("would spin") {
+            Self.budgetsAfterNoting($0, $1) {
+                Self.policy.replySpinBudget(from: $0, replierAwake: false, now: Self.now, &Self.learning.pointee)
+            }
+        }
     }
 
     @Test("a joiner does not spin for the end of a thread last seen on its own CPU")
     func noJoinSpinForThreadOnSameCPU() throws {
-        try Self.check("would spin in the join") { Self.budgetsAfterNoting($0, $1, CLongThreadsShims_joinSpinBudget) }
+        try Self.check("would spin in the join") {
+            Self.budgetsAfterNoting($0, $1) { Self.policy.joinSpinBudget(for: $0, now: Self.now, &Self.learning.pointee) }
+        }
     }
 
     @Test("a caller does not spin for a reply when that thread's last reply came from its own CPU")
@@ -243,8 +256,8 @@ struct SameCPUSpinTests {
     }
 
     /// Makes `count` reply waits on this thread whose spin loses: the reply comes about 2 ms
-    /// later (any delay past the spin's 15 µs budget loses), from another thread. (No spare CPU:
-    /// no spin, nothing learnt.)
+    /// later (any delay past the spin's 15 µs budget loses), from another thread, with a spare CPU
+    /// forced (so each spins).
     static func loseReplySpins(_ count: Int) {
         for _ in 0..<count {
             let event = UnsafeMutablePointer<CLongThreadsShims_Event>.allocate(capacity: 1)
@@ -257,7 +270,7 @@ struct SameCPUSpinTests {
                 replierDone.countDown()
             }
             replier.start()
-            CLongThreadsShims_eventWaitForReply(event, nil, false)
+            OneShotEvent.waitForReply(event, from: nil, replierAwake: false, policy: policy)
             // The replier may still be inside the signal's futex wake: free the event after it.
             #expect(replierDone.wait())
             event.deallocate()

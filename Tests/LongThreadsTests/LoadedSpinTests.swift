@@ -6,20 +6,18 @@ import Testing
 /// With no spare CPU a spin usually keeps the awaited thread off a CPU, but not while that thread
 /// is on another CPU: a caller whose request found the loop thread draining spins for the reply,
 /// and a loop thread that answered a caller on another CPU lingers for its next request (see
-/// "Under load" in shims.c). The machine's load is forced on this thread
-/// (`CLongThreadsShims_setSpareCPUOverride`); each check runs with this thread pinned to one CPU,
+/// "Under load" in `WaitPolicy`). The machine's load is forced (`policy`); each check runs with this thread pinned to one CPU,
 /// so that it cannot move mid-check (the same-CPU rule would then decide instead).
 @Suite("Spinning under load")
 struct LoadedSpinTests {
+    /// The machine's rules with no spare CPU.
+    static let policy = WaitPolicy.forcing(spareCPU: false)
+
     /// Runs `body(cpu, otherCPU)` with no spare CPU and this thread pinned to one CPU, and records
     /// what that try found: `body` returns its checks as (passed, what failed).
     /// Cancelled (skipped, with the reason) on a one-CPU machine (`SameCPUSpinTests.onOneCPU`).
     static func underLoad(_ body: (_ cpu: Int32, _ other: Int32) -> [(Bool, String)]) throws {
-        CLongThreadsShims_setSpareCPUOverride(0)
-        defer {
-            CLongThreadsShims_setSpareCPUOverride(-1)
-            CLongThreadsShims_resetSpinHistories()
-        }
+        defer { WaitLearning.resetCurrent() }
         let (checks, _) = try SameCPUSpinTests.onOneCPU(body)
         for (passed, what) in checks { #expect(passed, "\(what)") }
     }
@@ -28,16 +26,18 @@ struct LoadedSpinTests {
     func callerSpinsForAnAwakeLoopOnly() throws {
         try Self.underLoad { cpu, other in
             let replier = SameCPUSpinTests.replierA
-            CLongThreadsShims_noteReplier(replier, other)
-            let asleep = CLongThreadsShims_replySpinBudget(replier, false)
-            let awake = CLongThreadsShims_replySpinBudget(replier, true)
+            let learning = WaitLearning.current
+            let now = Int64(CLongThreadsShims_monotonicNanoseconds())
+            learning.pointee.noteReplier(replier, cpu: other)
+            let asleep = Self.policy.replySpinBudget(from: replier, replierAwake: false, now: now, &learning.pointee)
+            let awake = Self.policy.replySpinBudget(from: replier, replierAwake: true, now: now, &learning.pointee)
             // The same-CPU rule holds under load too.
-            CLongThreadsShims_noteReplier(replier, cpu)
-            let awakeHere = CLongThreadsShims_replySpinBudget(replier, true)
+            learning.pointee.noteReplier(replier, cpu: cpu)
+            let awakeHere = Self.policy.replySpinBudget(from: replier, replierAwake: true, now: now, &learning.pointee)
             return [
                 (asleep == 0, "spins \(asleep) ns for a thread its post had to wake"),
                 (awake > 0, "no spin for a thread that was draining its queue on CPU \(other)"),
-                (awake <= 10_000, "a loaded spin of \(awake) ns: longer than its 10 µs cap"),
+                (awake <= Self.policy.loadedReplySpinMost, "a loaded spin of \(awake) ns: longer than its 10 µs cap"),
                 (awakeHere == 0, "spins \(awakeHere) ns for a thread on its own CPU \(cpu)"),
             ]
         }
@@ -47,12 +47,12 @@ struct LoadedSpinTests {
     func loopLingersForACallerElsewhere() throws {
         try Self.underLoad { cpu, other in
             SameCPUSpinTests.answerCaller(on: other)
-            let budget = CLongThreadsShims_lingerBudget()
+            let budget = Self.policy.lingerBudget(&WaitLearning.current.pointee)
             SameCPUSpinTests.answerCaller()
-            let budgetHere = CLongThreadsShims_lingerBudget()
+            let budgetHere = Self.policy.lingerBudget(&WaitLearning.current.pointee)
             return [
                 (budget > 0, "no linger for a caller on CPU \(other)"),
-                (budget <= 20_000, "a loaded linger of \(budget) ns: longer than its 20 µs cap"),
+                (budget <= Self.policy.loadedLingerMost, "a loaded linger of \(budget) ns: longer than its 20 µs cap"),
                 (budgetHere == 0, "lingers \(budgetHere) ns for a caller on its own CPU \(cpu)"),
             ]
         }
@@ -60,10 +60,9 @@ struct LoadedSpinTests {
 
     @Test("round trips and posts are never lost while caller and loop thread both see no spare CPU")
     func roundTripsUnderForcedLoad() throws {
-        let thread = try LongThread(name: "lt-loaded", options: .init(setUp: { CLongThreadsShims_setSpareCPUOverride(0) }))
+        // The loop thread's waits and this caller's waits for its replies both follow its policy.
+        let thread = try LongThread(name: "lt-loaded", waitPolicy: Self.policy)
         defer { thread.stop() }
-        CLongThreadsShims_setSpareCPUOverride(0)
-        defer { CLongThreadsShims_setSpareCPUOverride(-1) }
         for round in 0..<2_000 {
             #expect(try thread.sync { round } == round)
             if round % 100 == 0 {

@@ -4,9 +4,8 @@ import Foundation
 import Testing
 
 /// After it answers a caller on its own CPU, a loop thread parks: it sleeps on a futex of its own
-/// for that caller's next request, not in CF (see "Park" in shims.c). Where threads run is the
-/// scheduler's choice, so these threads force the park (`CLongThreadsShims_setParkOverride`, set on
-/// the loop thread by `setUp`) for a minute, far longer than any wait here: whatever must end a
+/// for that caller's next request, not in CF (`WaitPolicy.parkBudget`). Where threads run is the
+/// scheduler's choice, so these threads force the park (their `WaitPolicy`) for a minute, far longer than any wait here: whatever must end a
 /// park early (a post, a stop, a new timer, descriptor source or observer) fails its bounded wait
 /// if it does not, and so does a thread that parks when it must not.
 @Suite("Parking after a reply")
@@ -16,10 +15,7 @@ struct ParkTests {
     /// A thread that parks for up to `nanoseconds` after every reply, on any CPU (and never
     /// lingers, which a caller on another CPU would otherwise get instead).
     static func parkingThread(_ name: String, nanoseconds: Int64 = minute) throws -> LongThread {
-        try LongThread(name: name, options: .init(setUp: {
-            CLongThreadsShims_setLingerOverride(-1)
-            CLongThreadsShims_setParkOverride(nanoseconds)
-        }))
+        try LongThread(name: name, waitPolicy: .forcing(linger: .never, park: WaitPolicy.forced(nanoseconds)))
     }
 
     /// Waits, for 10 s at most, until `thread`'s loop is parked (`parked`) or not.
@@ -187,12 +183,12 @@ struct ParkTests {
 
     @Test("a park no post ends ends by itself, and the thread then sleeps without waking")
     func parkEndsByItself() throws {
-        // The real bound: 4 ms.
-        let thread = try Self.parkingThread("lt-park-ends", nanoseconds: 4_000_000)
+        // The real bound: a tick.
+        let thread = try Self.parkingThread("lt-park-ends", nanoseconds: WaitPolicy.machine.parkMost)
         defer { thread.stop() }
         let tid = try thread.kernelThreadID()
         #expect(waitUntil(timeout: .seconds(5)) { !thread.core.shared.withLock { $0.queue.consumerParked } && threadIsSleeping(tid) },
-                "a park outlived its 4 ms bound")
+                "a park outlived its one-tick bound")
         let before = try #require(ProcessCensus.voluntarySwitches(ofThread: tid))
         // Measures an absence (no wake-ups), it does not wait for an event.
         usleep(100_000)
@@ -202,27 +198,82 @@ struct ParkTests {
 
     @Test("the loop parks for a caller on its own CPU only, and stops parking while parks find no work")
     func parkBudget() throws {
+        let policy = WaitPolicy.machine
         let (checks, _) = try SameCPUSpinTests.onOneCPU { cpu, other -> [(Bool, String)]? in
+            let learning = WaitLearning.current
             SameCPUSpinTests.answerCaller(on: other)
-            let forOther = CLongThreadsShims_parkBudget()
+            let forOther = policy.parkBudget(&learning.pointee)
             SameCPUSpinTests.answerCaller()
-            let forHere = CLongThreadsShims_parkBudget()
+            let forHere = policy.parkBudget(&learning.pointee)
             // Parks that end without work: then only every 16th reply parks.
-            for _ in 0..<32 { CLongThreadsShims_parkRecord(false, 4_000_000) }
+            for _ in 0..<32 { policy.parkEnded(won: false, after: policy.parkMost, &learning.pointee) }
             var parkedAfterLosses = 0
             for _ in 0..<32 {
                 // Off this CPU the budget is 0 for another reason: try again.
                 guard CLongThreadsShims_currentCPU() == cpu else { return nil }
-                if CLongThreadsShims_parkBudget() > 0 { parkedAfterLosses += 1 }
+                if policy.parkBudget(&learning.pointee) > 0 { parkedAfterLosses += 1 }
             }
             return [
                 (forOther == 0, "parks \(forOther) ns for a caller on CPU \(other), not its own"),
-                (forHere == 4_000_000, "parks \(forHere) ns for a caller on its own CPU \(cpu), not 4 ms"),
+                (forHere == policy.parkMost, "parks \(forHere) ns for a caller on its own CPU \(cpu), not a tick"),
                 (parkedAfterLosses == 2, "\(parkedAfterLosses) of 32 replies parked after parks kept losing, not 2"),
             ]
         }
-        CLongThreadsShims_resetSpinHistories()
+        WaitLearning.resetCurrent()
         for (passed, what) in checks { #expect(passed, "\(what)") }
+    }
+}
+
+/// A linger spins for the whole wait; a park sleeps on a futex. A caller that comes back later
+/// than a linger pays for (it computes between requests) gets a park, on any CPU (issue 29: at
+/// 20 µs between computing requests, lingers cost 1.4× the best peer's CPU).
+@Suite("Waits that pay for themselves")
+struct PayingWaitTests {
+    static let policy = WaitPolicy.forcing(spareCPU: true)
+
+    @Test("a loop whose caller on another CPU comes back later than a linger pays for parks instead, and lingers again once it comes back soon")
+    func lateCallerGetsAPark() throws {
+        let policy = Self.policy
+        let (checks, _) = try SameCPUSpinTests.onOneCPU { cpu, other -> [(Bool, String)]? in
+            let learning = WaitLearning.current
+            SameCPUSpinTests.answerCaller(on: other)
+            let lingerAtFirst = policy.lingerBudget(&learning.pointee)
+            let parkAtFirst = policy.parkBudget(&learning.pointee)
+            // The caller computes 3 linger-worths between requests: the lingers win, late.
+            let late = 3 * policy.lingerPaysUntil
+            for _ in 0..<8 { policy.lingerWon(after: late, &learning.pointee) }
+            let lingerWhenLate = policy.lingerBudget(&learning.pointee)
+            let parkWhenLate = policy.parkBudget(&learning.pointee)
+            // Back to back again: the parks win at once.
+            for _ in 0..<16 { policy.parkEnded(won: true, after: 1_000, &learning.pointee) }
+            let lingerWhenSoon = policy.lingerBudget(&learning.pointee)
+            let parkWhenSoon = policy.parkBudget(&learning.pointee)
+            guard CLongThreadsShims_currentCPU() == cpu else { return nil }
+            return [
+                (lingerAtFirst > 0 && parkAtFirst == 0, "a fresh loop: linger \(lingerAtFirst) ns, park \(parkAtFirst) ns"),
+                (lingerWhenLate == 0, "lingers \(lingerWhenLate) ns for a caller back after \(late) ns"),
+                (parkWhenLate == policy.parkMost, "parks \(parkWhenLate) ns for a caller back after \(late) ns, not a tick"),
+                (lingerWhenSoon > 0 && parkWhenSoon == 0,
+                 "a caller back at once again: linger \(lingerWhenSoon) ns, park \(parkWhenSoon) ns"),
+            ]
+        }
+        WaitLearning.resetCurrent()
+        for (passed, what) in checks { #expect(passed, "\(what)") }
+    }
+
+    @Test("round trips with a computing caller between them return every value, through parks on any CPU")
+    func computingCallerRoundTrips() throws {
+        let thread = try LongThread(name: "lt-pay", waitPolicy: Self.policy)
+        defer { thread.stop() }
+        for value in 0..<300 {
+            LingerTests.spin(nanoseconds: 30_000)
+            let got = try thread.sync { value }
+            #expect(got == value)
+            if got != value { return }
+        }
+        let ran = Latch()
+        try thread.perform { ran.countDown() }
+        #expect(ran.wait(timeout: .seconds(10)), "a post after the round trips never ran")
     }
 }
 
@@ -246,10 +297,9 @@ extension StallMonitoring {
             // Waits for up to a second after each reply: fifty thresholds. (A linger spins: it
             // holds a CPU for the absence measured below, 0.2 s.)
             let second: Int64 = 1_000_000_000
-            let thread = try LongThread(name: "lt-wait-stall", options: .init(setUp: {
-                CLongThreadsShims_setLingerOverride(wait == .linger ? second : -1)
-                CLongThreadsShims_setParkOverride(wait == .park ? second : -1)
-            }))
+            let thread = try LongThread(name: "lt-wait-stall", waitPolicy: .forcing(
+                linger: wait == .linger ? .always(nanoseconds: second) : .never,
+                park: wait == .park ? .always(nanoseconds: second) : .never))
             defer { thread.stop() }
             monitor.watch(thread)
             try thread.sync(label: "quick") {}

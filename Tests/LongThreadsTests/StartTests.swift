@@ -48,7 +48,7 @@ struct StartTests {
         defer { thread.stop() }
         let started = thread.core.handshake.loopCPU
         #expect(started >= 0)
-        #expect(CLongThreadsShims_notedReplierCPU(thread.core.replierKey) == started)
+        #expect(WaitLearning.current.pointee.notedCPU(of: thread.core.replierKey) == started)
     }
 
     @Test("a stack below PTHREAD_STACK_MIN throws cannotStart(EINVAL) instead of a thread that never runs")

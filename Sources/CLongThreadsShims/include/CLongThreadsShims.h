@@ -40,97 +40,46 @@ uint64_t CLongThreadsShims_currentThreadSlice(void);
 int CLongThreadsShims_setAttrRealtime(pthread_attr_t *attr, int policy, int priority);
 
 /// A one-shot event: unset until signalled once, then set for good. Waiters sleep on a futex (a
-/// reply waiter may spin first, while that can help); a signal wakes every waiter. The state is a plain word so Swift can own its memory.
+/// reply waiter may spin first: `eventSpin`); a signal wakes every waiter. The state is a plain
+/// word so Swift can own its memory. When a wait spins, and for how long, is Swift's
+/// (`WaitPolicy`).
 typedef struct {
     uint32_t state;     // 0 unset, 1 set, 2 unset with sleepers
     int32_t waiterCPU;  // the CPU its maker ran on when it made it (a reply's waiter), or -1
     int32_t replierCPU; // the CPU `eventReply` ran on, or -1
-    const void *replier; // the replying thread's key (`setReplierKey`), or NULL
+    const void *replier; // the replying thread's key, or NULL
 } CLongThreadsShims_Event;
 
-/// Unset; notes the calling thread's CPU as the waiter's (`eventReply`, the linger).
+/// Unset; notes the calling thread's CPU as the waiter's.
 void CLongThreadsShims_eventInit(CLongThreadsShims_Event *event);
 /// Sets the event and wakes every waiter. Release ordering: writes before it are seen by waiters.
 void CLongThreadsShims_eventSignal(CLongThreadsShims_Event *event);
-/// `eventSignal` for a reply to a caller in `eventWaitForReply`: also tells the caller which CPU
-/// replied, and from which thread (its key), and notes the caller's CPU for this thread's next
-/// linger. See "Same CPU" in shims.c.
-void CLongThreadsShims_eventReply(CLongThreadsShims_Event *event);
-/// Names the calling thread in the replies it makes (`eventReply`): a LongThread's loop thread
-/// sets its ThreadCore here, and its callers wait with the same key.
-void CLongThreadsShims_setReplierKey(const void *key);
+/// `eventSignal` for a reply: also records the calling thread's CPU and `replier` (its key) in
+/// the event for its waiter. Returns the waiter's CPU (`waiterCPU`), read before the signal.
+int32_t CLongThreadsShims_eventReply(CLongThreadsShims_Event *event, const void *replier);
 /// Sleeps until the event is set or `timeoutNanoseconds` passed (negative: no limit), without
 /// spinning. Returns true when set. Acquire ordering.
 bool CLongThreadsShims_eventWait(CLongThreadsShims_Event *event, int64_t timeoutNanoseconds);
-/// Waits until the event is set, for a reply expected within microseconds: spins first while a
-/// spare CPU lets the signalling thread run meanwhile and recent waits were short, then sleeps.
-/// `replier`: the key of the thread expected to reply (`setReplierKey`), or NULL; a caller does
-/// not spin when that thread's last reply to it came from the caller's own CPU. `replierAwake`:
-/// the post found the replying thread draining (it needed no wake-up), so it is on a CPU; with no
-/// spare CPU only such a wait spins (see "Under load" in shims.c). Acquire ordering.
-void CLongThreadsShims_eventWaitForReply(CLongThreadsShims_Event *event, const void *replier, bool replierAwake);
-/// pthread_join, spinning first (on `pthread_tryjoin_np`) while a spare CPU lets the thread end
-/// meanwhile and recent joins were short, and not when the thread (its key `replier`, or NULL)
-/// last replied to the caller from the caller's own CPU. Returns what the join returns.
-int CLongThreadsShims_joinThread(pthread_t thread, const void *replier);
-/// Caller: the thread with key `replier` runs on `cpu` (-1: unknown), as a reply from it would
-/// have said. A creator learns it from its new thread's start, so that its first wait for a
-/// reply does not spin on the CPU the new thread needs.
-void CLongThreadsShims_noteReplier(const void *replier, int cpu);
-/// Tests: the CPU the calling thread last noted for `replier` (a reply, or a start), or -1.
-int CLongThreadsShims_notedReplierCPU(const void *replier);
+/// Spins (CPU pause hints, the clock every 32) until the event is set or `budgetNanoseconds`
+/// since `start` (monotonic ns) passed. Returns the nanoseconds waited when set (acquire), else -1.
+int64_t CLongThreadsShims_eventSpin(CLongThreadsShims_Event *event, int64_t start, int64_t budgetNanoseconds);
 /// True when the event is set (acquire).
 bool CLongThreadsShims_eventIsSet(CLongThreadsShims_Event *event);
-
-/// Loop thread, after it replied to a blocked caller and found no work: how long (ns) to look for
-/// that caller's next request before sleeping; 0 when lingering cannot win (the caller was on
-/// this CPU, or recent lingers lost); shorter with no spare CPU. Per thread.
-int64_t CLongThreadsShims_lingerBudget(void);
-/// How long (ns) `eventWaitForReply` would spin now on the calling thread for a reply from
-/// `replier`, awake or not: 0 when spinning cannot help (no spare CPU and the replier asleep,
-/// recent spins lost, or that replier's last reply came from this CPU). For tests.
-int64_t CLongThreadsShims_replySpinBudget(const void *replier, bool replierAwake);
-/// Tests: on the calling thread, the spins and the linger see a spare CPU when `spare` is 1, none
-/// when 0, and read the machine's load as usual when -1 (the default).
-void CLongThreadsShims_setSpareCPUOverride(int spare);
-/// How long (ns) `joinThread` would spin now on the calling thread before it sleeps in the join
-/// of the thread with key `replier`: 0 under the reply spin's rules. For tests.
-int64_t CLongThreadsShims_joinSpinBudget(const void *replier);
-/// Tests: forgets what the calling thread's reply spins, lingers and joins learnt (each then spins
-/// as a new thread's first would, load permitting).
-void CLongThreadsShims_resetSpinHistories(void);
+/// Spins on `pthread_tryjoin_np(thread)` until the thread is joined or `budgetNanoseconds` since
+/// `start` passed. Returns the nanoseconds waited and sets `result` to the join's result when
+/// joined; else returns -1 (`result` EBUSY), and the caller joins with `pthread_join`.
+int64_t CLongThreadsShims_joinSpin(pthread_t thread, int64_t start, int64_t budgetNanoseconds, int *result);
 /// The CPU the calling thread runs on (from the rseq area, else sched_getcpu), or -1.
 int CLongThreadsShims_currentCPU(void);
-/// Tests: on the calling thread, `CLongThreadsShims_lingerBudget` returns `nanoseconds` when
-/// positive, 0 when negative, and decides as usual when 0 (the default).
-void CLongThreadsShims_setLingerOverride(int64_t nanoseconds);
-/// Records a linger that found work after `waitedNanoseconds`. (One that found none is judged by
-/// `CLongThreadsShims_lingerRecordLate`, when the next request comes.)
-void CLongThreadsShims_lingerWon(int64_t waitedNanoseconds);
-/// After a linger that found no work: the next request came `lateNanoseconds` after it began.
-void CLongThreadsShims_lingerRecordLate(int64_t lateNanoseconds);
-/// Loop thread, after it replied to a blocked caller on its own CPU and found no work: how long
-/// (ns) at most to sleep on its park bell for that caller's next request before it sleeps in the
-/// run loop (see "Park" in shims.c); 0 when the caller was on another CPU or recent parks found no
-/// work (but for probes). Per thread.
-int64_t CLongThreadsShims_parkBudget(void);
-/// Tests: on the calling thread, `CLongThreadsShims_parkBudget` returns `nanoseconds` when
-/// positive, 0 when negative, and decides as usual when 0 (the default).
-void CLongThreadsShims_setParkOverride(int64_t nanoseconds);
-/// Records a park that ended after `waitedNanoseconds`, with work (`won`) or without.
-void CLongThreadsShims_parkRecord(bool won, int64_t waitedNanoseconds);
-/// The calling thread's last sample of whether a CPU is spare (the spins' and the linger's
-/// signal), and when it was taken.
-typedef struct {
-    int64_t sampledAt;
-    bool spareCPU;
-} CLongThreadsShims_LoadSample;
-/// The calling thread's sample, for a thread it creates (`CLongThreadsShims_adoptLoadSample`).
-CLongThreadsShims_LoadSample CLongThreadsShims_currentLoadSample(void);
-/// A new thread takes its creator's sample when it is newer than its own: it then spares its first
-/// linger a `sched_getaffinity` (and maybe a /proc read). Sound only for a thread that runs on its
-/// creator's CPUs (pthread_create's default: the affinity is inherited).
-void CLongThreadsShims_adoptLoadSample(CLongThreadsShims_LoadSample sample);
+/// The CPUs the calling thread may run on (sched_getaffinity), 1 when it cannot tell.
+int CLongThreadsShims_usableCPUCount(void);
+/// The resolution of CLOCK_MONOTONIC_COARSE in ns (the scheduler tick, 1/HZ), or 0.
+int64_t CLongThreadsShims_coarseClockResolution(void);
+/// Bytes of the calling thread's wait-learning storage.
+enum { CLongThreadsShims_waitLearningBytes = 256 };
+/// The calling thread's wait-learning storage (Swift's `WaitLearning`): 16-byte aligned, zeroed
+/// when the thread starts, never touched by C.
+void *CLongThreadsShims_waitLearning(void);
 /// `count` spin-wait hints to the CPU (`pause`): a few nanoseconds each, the sibling hyperthread runs.
 void CLongThreadsShims_relax(unsigned count);
 

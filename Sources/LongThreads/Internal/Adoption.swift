@@ -20,7 +20,7 @@ extension ThreadCore {
         let saved = SavedThreadState(changedBy: options)
         shared.withLock { $0.lifecycle.threadAdopted() }
         PosixThread.setCurrentName(name ?? "LongThread")
-        CLongThreadsShims_setReplierKey(replierKey)
+        WaitLearning.current.pointee.replierKey = replierKey
         if let error = Self.applyToCurrentThread(options.schedulingPolicy) {
             saved.restore()
             failStart(errno: error)

@@ -43,7 +43,7 @@ final class BlockingWork: WaitingWork, @unchecked Sendable {
     /// the thread it was posted to (the same-CPU hint is kept per thread). `loopAwake`: the post
     /// found that thread draining its queue (`ThreadCore.enqueue`).
     func waitForOutcome(postedTo core: ThreadCore, loopAwake: Bool) throws(LongThreadError) {
-        done.waitForReply(from: core.replierKey, replierAwake: loopAwake)
+        done.waitForReply(from: core.replierKey, replierAwake: loopAwake, policy: core.waitPolicy)
         if discarded { throw .discarded }
     }
 

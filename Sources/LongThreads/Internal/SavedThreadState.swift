@@ -34,7 +34,7 @@ struct SavedThreadState {
     /// scheduling: an unprivileged thread may not raise its priority again (a lower nice value
     /// needs `RLIMIT_NICE` or `CAP_SYS_NICE`), and then keeps the one its options gave it.
     func restore() {
-        CLongThreadsShims_setReplierKey(nil)
+        WaitLearning.current.pointee.replierKey = nil
         if name.first != 0 { _ = name.withUnsafeBufferPointer { CLongThreadsShims_setCurrentThreadName($0.baseAddress!) } }
         var mask = signalMask
         pthread_sigmask(SIG_SETMASK, &mask, nil)

@@ -11,11 +11,10 @@ struct StartHandshake {
     /// Signalled on the loop thread just before its run loop first runs (or when the start failed):
     /// the loop's entry bookkeeping then no longer delays the creator.
     let ready = OneShotEvent()
-    /// The creator's load sample (`CLongThreadsShims_adoptLoadSample`), written before the
-    /// pthread starts.
-    var creatorLoadSample = CLongThreadsShims_LoadSample()
+    /// The creator's load sample (its `WaitLearning.load`), written before the pthread starts.
+    var creatorLoadSample = LoadSample()
     /// The CPU the loop thread signalled `ready` from (-1: unknown): the creator's first wait for
-    /// a reply skips its spin when it runs there too (`CLongThreadsShims_noteReplier`).
+    /// a reply skips its spin when it runs there too (`WaitLearning.noteReplier`).
     var loopCPU: Int32 = -1
     /// errno of a failed start, written before `ready` is signalled.
     var startError: Int32?

@@ -82,8 +82,8 @@ extension ThreadCore {
     @inline(__always)
     private func refillBatch(_ pass: inout DrainPass) -> Bool {
         let yieldToLoop = pass.refills >= Self.refillsPerCallout
-        var lingerFor = pass.answeredCaller ? CLongThreadsShims_lingerBudget() : 0
-        var parkFor = pass.answeredCaller && lingerFor == 0 ? CLongThreadsShims_parkBudget() : 0
+        var lingerFor = pass.answeredCaller ? waitPolicy.lingerBudget(&WaitLearning.current.pointee) : 0
+        var parkFor = pass.answeredCaller && lingerFor == 0 ? waitPolicy.parkBudget(&WaitLearning.current.pointee) : 0
         var parkSeen: UInt32 = 0
         let ran = pass.ran
         var timersDue: Bool?
@@ -151,7 +151,9 @@ extension ThreadCore {
             ? linger(forNanoseconds: lingerFor, from: waitStarted)
             : park(forNanoseconds: parkFor, seen: parkSeen)
         let resumed = beginCallout(resuming: true)
-        if lingerFor <= 0 { CLongThreadsShims_parkRecord(refill.gotMore, Int64(resumed - waitStarted)) }
+        if lingerFor <= 0 {
+            waitPolicy.parkEnded(won: refill.gotMore, after: Int64(resumed - waitStarted), &WaitLearning.current.pointee)
+        }
         let budgetSpent = pass.resumed(at: resumed, after: resumed - waitStarted)
         return (refill.gotMore, refill.isStopping, budgetSpent)
     }

@@ -10,7 +10,7 @@ extension ThreadCore {
     /// Looks for work, without sleeping, for up to `nanoseconds` since `start`, while the queue
     /// marks the consumer active (producers skip the wake-up: the loop thread is awake). Then moves
     /// what came into the batch, or marks the consumer inactive. Returns what a refill returns.
-    /// Ends early for a stop. See `CLongThreadsShims_lingerBudget` for when it is worth it.
+    /// Ends early for a stop. See `WaitPolicy.lingerBudget` for when it is worth it.
     func linger(forNanoseconds nanoseconds: Int64, from start: UInt64) -> (gotMore: Bool, isStopping: Bool) {
         while true {
             // About a microsecond between looks: a look takes the producers' lock.
@@ -27,7 +27,7 @@ extension ThreadCore {
             }
             if let outcome {
                 if outcome.gotMore {
-                    CLongThreadsShims_lingerWon(Int64(waited))
+                    waitPolicy.lingerWon(after: Int64(waited), &WaitLearning.current.pointee)
                 } else if !outcome.isStopping {
                     // Nobody came in time: judge the linger when the next post comes, by its stamp.
                     lingerMissedAt = start
@@ -43,7 +43,7 @@ extension ThreadCore {
     /// `WorkQueue.unpark`), or `nanoseconds` passed.
     /// The refill that found no work marked the consumer parked and read the bell's `seen` value
     /// under the lock. Then moves what came into the batch, which unparks. See
-    /// `CLongThreadsShims_parkBudget` for when it is worth it.
+    /// `WaitPolicy.parkBudget` for when it is worth it.
     func park(forNanoseconds nanoseconds: Int64, seen: UInt32) -> (gotMore: Bool, isStopping: Bool) {
         parkBell.wait(seen: seen, timeoutNanoseconds: nanoseconds)
         return shared.withLock { state in
@@ -60,7 +60,7 @@ extension ThreadCore {
     /// came back much later, or another producer's post, counts as a lost linger.
     func learnFromMissedLinger(postedAt: UInt64) {
         let late = postedAt > lingerMissedAt ? postedAt - lingerMissedAt : 0
-        CLongThreadsShims_lingerRecordLate(Int64(late))
+        waitPolicy.lingerMissed(late: Int64(late), &WaitLearning.current.pointee)
         lingerMissedAt = 0
         hints.bitwiseAnd(~Hints.stampsNextPost, ordering: .relaxed)
     }

@@ -73,7 +73,7 @@ extension ThreadCore {
             state.stopsReleased = event
             return event
         }
-        event?.waitForReply()
+        event?.waitForReply(policy: waitPolicy)
     }
 
     /// The items of `entries` that have someone to tell (a waiter, a job to hand on), in order.
@@ -175,7 +175,7 @@ extension ThreadCore {
             pthread_detach(thread)
             joinFinished()
         case .join(let thread):
-            let rc = CLongThreadsShims_joinThread(thread, replierKey)
+            let rc = join(thread)
             precondition(rc == 0, "BUG IN LongThreads (please report): pthread_join failed with \(rc)")
             joinFinished()
         case .waitForJoiner:
@@ -184,6 +184,21 @@ extension ThreadCore {
             exited.wait() // joined already, or detached by its own last handle
         }
         return true
+    }
+
+    /// `pthread_join(thread)`, spinning first (on `pthread_tryjoin_np`) as `waitPolicy` rules
+    /// (`WaitPolicy.joinSpinBudget`). Returns what the join returns.
+    private func join(_ thread: pthread_t) -> Int32 {
+        let learning = WaitLearning.current
+        let start = Int64(CLongThreadsShims_monotonicNanoseconds())
+        let spinFor = waitPolicy.joinSpinBudget(for: replierKey, now: start, &learning.pointee)
+        if spinFor > 0 {
+            var result: Int32 = EBUSY
+            let waited = CLongThreadsShims_joinSpin(thread, start, spinFor, &result)
+            learning.pointee.joins.record(won: waited >= 0, waited: waited)
+            if waited >= 0 { return result }
+        }
+        return pthread_join(thread, nil)
     }
 
     /// The joiner is done: wakes the callers that waited for it, if any.

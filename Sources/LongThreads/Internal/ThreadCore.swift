@@ -17,6 +17,8 @@ final class ThreadCore: @unchecked Sendable {
     let options: LongThread.Options
     /// See `init`.
     let settleInDelay: UInt64
+    /// How long this thread's waits and its callers' waits for its replies stay awake.
+    let waitPolicy: WaitPolicy
     /// Whether an owner was given: the loop then checks it each time it wakes.
     let watchesOwner: Bool
     /// Whether `Options.queueLimit` bounds the queue (then posts may be refused or wait).
@@ -147,9 +149,10 @@ final class ThreadCore: @unchecked Sendable {
     }
 
     /// `settleInDelay`: how long the thread lives before its first callout settles it in
-    /// (`settleIn`), in nanoseconds; `.max`: never. Tests choose either side of it.
+    /// (`settleIn`), in nanoseconds; `.max`: never. Tests choose either side of it, and may force
+    /// the waits (`waitPolicy`).
     init(name: String?, owner: AnyObject?, options: LongThread.Options,
-         settleInDelay: UInt64 = ThreadCore.settleInDelayNanoseconds) {
+         settleInDelay: UInt64 = ThreadCore.settleInDelayNanoseconds, waitPolicy: WaitPolicy = .machine) {
         self.name = name
         self.settleInDelay = settleInDelay
         // setUp and tearDown are kept apart (`hooks`) so that the thread can let them go.
@@ -157,6 +160,7 @@ final class ThreadCore: @unchecked Sendable {
         hooks = Hooks(setUp: options.setUp, tearDown: options.tearDown)
         options.setUp = nil
         options.tearDown = nil
+        self.waitPolicy = waitPolicy
         self.options = options
         self.watchesOwner = owner != nil
         self.hasQueueLimit = options.queueLimit != nil
@@ -183,7 +187,7 @@ final class ThreadCore: @unchecked Sendable {
             guard case .outOfResources(let errno) = error else { throw error }
             throw .cannotStart(errno: errno)
         }
-        handshake.creatorLoadSample = CLongThreadsShims_currentLoadSample()
+        handshake.creatorLoadSample = WaitLearning.current.pointee.load
         // Read before the pthread exists: from then on the loop thread writes `handshake`.
         let ready = handshake.ready
         let thread = try PosixThread.spawn(options: options, running: self)
@@ -199,15 +203,19 @@ final class ThreadCore: @unchecked Sendable {
         }
         // A new thread usually starts on its creator's CPU: then the creator's first wait for a
         // reply sleeps at once instead of spinning on the CPU the thread needs to reply.
-        CLongThreadsShims_noteReplier(replierKey, handshake.loopCPU)
+        WaitLearning.current.pointee.noteReplier(replierKey, cpu: handshake.loopCPU)
     }
 
     /// The pthread's body (`PosixThread.spawn(options:running:)`).
     func threadMain() {
         PosixThread.setCurrentName(name ?? "LongThread")
-        CLongThreadsShims_setReplierKey(replierKey)
-        // The affinity is inherited (spawn sets none), so the creator's sample holds here too.
-        CLongThreadsShims_adoptLoadSample(handshake.creatorLoadSample)
+        let learning = WaitLearning.current
+        learning.pointee.replierKey = replierKey
+        // The affinity is inherited (spawn sets none), so the creator's sample holds here too: the
+        // first linger is spared a `sched_getaffinity` (and maybe a /proc read).
+        if handshake.creatorLoadSample.sampledAt > learning.pointee.load.sampledAt {
+            learning.pointee.load = handshake.creatorLoadSample
+        }
         if let error = PosixThread.applyToCurrentThread(options.schedulingPolicy) {
             failStart(errno: error)
             return
