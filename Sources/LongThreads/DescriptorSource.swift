@@ -181,7 +181,7 @@ extension ThreadCore {
         _ descriptor: Int32, for events: DescriptorEvents, modes: [RunLoop.Mode],
         _ handler: @escaping @Sendable (DescriptorEvents) -> Void
     ) throws -> DescriptorSource {
-        let (source, ringsPark) = try shared.withLock { state in
+        try withLockWaking { state, wake in
             guard state.lifecycle.acceptsWork, let engine = state.engine else { throw LongThreadError.stopped }
             let watches = engine.descriptorWatches
             let source = DescriptorSource(
@@ -191,10 +191,9 @@ extension ThreadCore {
             try watches.add(source, modes: modes, engine: engine, core: self)
             state.attachments[ObjectIdentifier(source.handler)] = source.handler
             // A thread with descriptor sources does not park (`parkLength`): its events would wait.
-            return (source, state.queue.unpark())
+            wake.endingPark(&state)
+            return source
         }
-        if ringsPark { parkBell.ring() }
-        return source
     }
 }
 

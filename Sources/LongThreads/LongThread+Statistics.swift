@@ -43,19 +43,11 @@ extension LongThread {
     ///   The first read wakes the loop once, so that it begins counting wake-ups (``Statistics/wakeUps``).
     public var statistics: Statistics {
         let now = CLongThreadsShims_monotonicNanoseconds()
-        var engineToWake: RunLoopEngine?
-        var ringsPark = false
-        defer {
-            // The loop adds its wake-up observer at its next drain (which the wake-up runs).
-            engineToWake?.wake()
-            if ringsPark { core.parkBell.ring() }
-        }
-        return core.shared.withLock { state in
+        return core.withLockWaking { state, wake in
             if !state.countsWakeUps {
                 state.countsWakeUps = true
-                engineToWake = state.engine
-                // A parked loop sleeps on its bell (`ThreadCore.park`), not in CF.
-                ringsPark = state.queue.unpark()
+                // The loop adds its wake-up observer at its next drain (which the wake-up runs).
+                wake.forPass(&state)
             }
             let inBatch = core.batchWaiting.load(ordering: .relaxed)
             let batchOldest = inBatch > 0 ? core.batchOldestPostedAt.load(ordering: .relaxed) : 0

@@ -100,7 +100,7 @@ extension ThreadCore {
             if parkFor > 0 {
                 parkFor = isStopping ? 0 : parkLength(parkFor, state: state)
                 // Read under the lock: a ring after it cannot be missed.
-                parkSeen = parkBell.value
+                parkSeen = waker.parkSeen
             }
             let before = batch.entries.count
             let gotMore = state.queue.moveAll(

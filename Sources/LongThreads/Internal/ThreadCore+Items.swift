@@ -18,19 +18,18 @@ extension ThreadCore {
     /// passed longer ago goes first (`perform(at:)` with past instants, as NIO and Android order them).
     func schedule(_ timer: LongThreadTimer, after delay: Duration, modes: [RunLoop.Mode]) throws(LongThreadError) {
         let deadline = Self.monotonicDeadline(after: delay)
-        let ringsPark = try shared.withLock { (state: inout SharedState) throws(LongThreadError) -> Bool in
+        try withLockWaking { (state: inout SharedState, wake: inout Wake) throws(LongThreadError) in
             guard state.lifecycle.acceptsWork, let engine = state.engine else { throw LongThreadError.stopped }
             let mask = try state.mask(for: modes)
             // A cancel either comes before this check, or its `timerEnded` waits for this lock and
             // then takes the timer out again (`run(after:)`'s task cancelled while it schedules).
-            guard !timer.isCancelled else { return false }
+            guard !timer.isCancelled else { return }
             state.timers[ObjectIdentifier(timer)] = timer
             state.timerSchedule.insert(timer, deadline: deadline, modes: mask)
             Self.armTimers(engine, state: &state)
             // A park ends at the thread's next deadline, as it was before this one (`parkLength`).
-            return state.queue.unpark()
+            wake.endingPark(&state)
         }
-        if ringsPark { parkBell.ring() }
     }
 
     /// Monotonic nanoseconds (`CLongThreadsShims_monotonicNanoseconds`) `delay` from now, earlier
@@ -108,15 +107,14 @@ extension ThreadCore {
     }
 
     func register(_ attachment: some LoopAttachment, item: EngineItem, modes: [RunLoop.Mode]) throws(LongThreadError) {
-        let ringsPark = try shared.withLock { (state: inout SharedState) throws(LongThreadError) -> Bool in
+        try withLockWaking { (state: inout SharedState, wake: inout Wake) throws(LongThreadError) in
             guard state.lifecycle.acceptsWork, let engine = state.engine else { throw LongThreadError.stopped }
             _ = try state.mask(for: modes)
             engine.add(item, modes: modes)
             state.attachments[ObjectIdentifier(attachment)] = attachment
             // A thread with descriptor sources or observers does not park (`parkLength`).
-            return state.queue.unpark()
+            wake.endingPark(&state)
         }
-        if ringsPark { parkBell.ring() }
     }
 
     func itemEnded(_ attachment: some LoopAttachment) {
@@ -138,12 +136,10 @@ extension ThreadCore {
         // `.common` work and timers waiting may now run in `mode`, which the loop may be running
         // (a nested run): nothing else would give them a look before the next post or deadline.
         // After the bump, so that the look sees the new eligibility. The wake-up looks at work.
-        let ringsPark = shared.withLock { state in
+        withLockWaking { state, wake in
             engine.signalTimers()
-            return state.queue.unpark()
+            wake.forPass(&state)
         }
-        engine.wake()
-        if ringsPark { parkBell.ring() }
     }
 
     /// Loop thread only (checked by the caller).

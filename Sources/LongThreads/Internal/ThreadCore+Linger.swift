@@ -45,7 +45,7 @@ extension ThreadCore {
     /// under the lock. Then moves what came into the batch, which unparks. See
     /// `WaitPolicy.parkBudget` for when it is worth it.
     func park(forNanoseconds nanoseconds: Int64, seen: UInt32) -> (gotMore: Bool, isStopping: Bool) {
-        parkBell.wait(seen: seen, timeoutNanoseconds: nanoseconds)
+        waker.sleepParked(seen: seen, forNanoseconds: nanoseconds)
         return shared.withLock { state in
             let before = batch.entries.count
             let gotMore = state.queue.moveAll(to: &batch.entries)

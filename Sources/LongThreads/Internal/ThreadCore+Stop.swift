@@ -13,13 +13,12 @@ extension ThreadCore {
         let engine: RunLoopEngine?
         var toTell: [WorkItem] = []
         let timers: [LongThreadTimer]
-        var ringsPark = false
         do {
-            let taken = shared.withLock { state -> Taken? in
+            let taken = withLockWaking { state, wake -> Taken? in
                 let action = state.lifecycle.stopRequested(pending)
                 if action == .none { return nil }
-                // A parked loop sleeps on its bell, not in CF: rung below, it sees the stop at once.
-                ringsPark = state.queue.unpark()
+                // A parked loop sleeps on its bell, not in CF: rung, it sees the stop at once.
+                wake.endingPark(&state)
                 // Until `stopFinished`, the loop thread may not announce its end (`finishExit`):
                 // every stopper then waits for the same end, and `.stopped` follows `.stopRequested`.
                 state.stopsInFlight += 1
@@ -34,7 +33,6 @@ extension ThreadCore {
                 return (state.engine, dropped, mustTell, timers)
             }
             guard let (takenEngine, dropped, mustTell, takenTimers) = taken else { return }
-            if ringsPark { parkBell.ring() }
             engine = takenEngine
             timers = takenTimers
             instrument?.record(.stopRequested(name: name, pending: pending))

@@ -18,7 +18,7 @@ extension ThreadCore: RunLoopEngineDelegate {
     func enqueue(_ item: @autoclosure () -> WorkItem, modes: [RunLoop.Mode]?, atFront: Bool = false) throws(LongThreadError) -> Bool {
         // Posts are timed only for someone who listens: the hot path reads no clock otherwise.
         let postedAt = hints.load(ordering: .relaxed) & Hints.stampsPosts != 0 ? CLongThreadsShims_monotonicNanoseconds() : 0
-        let (engineToWake, ringsPark, foundDraining) = try shared.withLock { (state: inout SharedState) throws(LongThreadError) -> (RunLoopEngine?, Bool, Bool) in
+        return try withLockWaking { (state: inout SharedState, wake: inout Wake) throws(LongThreadError) -> Bool in
             guard state.lifecycle.acceptsWork else { throw LongThreadError.stopped }
             let draining = state.queue.consumerActive
             let mustWake: Bool
@@ -37,16 +37,10 @@ extension ThreadCore: RunLoopEngineDelegate {
                 if hasQueueLimit { try state.backpressure?.admit(refusable: !entry.item.isJob) }
                 mustWake = state.queue.append(entry)
             }
-            guard mustWake else { return (nil, false, draining) }
-            // A parked loop sleeps on its bell, not in CF (`park`).
-            if state.queue.unpark() { return (nil, true, false) }
-            // Only the producer that wakes the loop touches the engine (a shared refcount).
-            return (state.engine, false, false)
+            guard mustWake else { return draining }
+            wake.forWork(&state)
+            return false
         }
-        // `wake` also signals the work source, until the thread has its own wake-up port.
-        engineToWake?.wake()
-        if ringsPark { parkBell.ring() }
-        return foundDraining
     }
 
     // MARK: - Loop thread only

@@ -97,10 +97,10 @@ final class ThreadCore: @unchecked Sendable {
     var hooks: Hooks
     /// When the first callout settles the thread in (monotonic ns; `settleIn`); `.max` once done.
     @exclusivity(unchecked) var settleInAt: UInt64 = .max
-    /// What a parked loop thread sleeps on (`park`): rung by the producer or stopper that finds it
-    /// parked (`WorkQueue.consumerParked`). Declared last, so that the fields producers and the
-    /// drain touch on every item keep the layout they had.
-    let parkBell = Doorbell()
+    /// Every way to wake the loop (CF's wake-up, the wake-up port, the park bell), rung by
+    /// `withLockWaking` only. Declared last, so that the fields producers and the drain touch on
+    /// every item keep the layout they had.
+    let waker = Waker()
 
     struct Hooks {
         var setUp: (@Sendable () throws -> Void)?

@@ -78,8 +78,8 @@ struct WorkQueue {
         return true
     }
 
-    /// Whoever must wake the loop: whether it is parked, and then marks it no longer so (the
-    /// caller rings the park bell, once).
+    /// Whoever must wake the loop (`Wake`, its only caller): whether it is parked, and then marks
+    /// it no longer so (the bell rings once).
     mutating func unpark() -> Bool {
         defer { consumerParked = false }
         return consumerParked
