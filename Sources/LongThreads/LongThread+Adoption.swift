@@ -56,7 +56,11 @@ extension LongThread {
     /// actor, whose jobs go through that queue on Linux) is served by the same loop: main-actor
     /// code runs on the thread, interleaved with its work, while the loop sleeps or between
     /// passes. Nothing of it runs while a posted item runs, nor while a task runs the loop nested
-    /// in a custom mode outside the common modes. After this
+    /// in a custom mode outside the common modes. Posted work runs on the main thread, so
+    /// `MainActor.assumeIsolated` holds in it. Call this from the main thread's own code (a
+    /// synchronous `main.swift`), not from a main-queue block or main-actor code: CF does not serve
+    /// the main queue inside a block of it, so main-actor jobs would wait until the thread is
+    /// stopped. After this
     /// returns, the main queue is served again only by whatever runs the main run loop next
     /// (`RunLoop.main.run()`, `dispatchMain()`).
     ///

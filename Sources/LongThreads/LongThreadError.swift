@@ -43,7 +43,7 @@ public enum LongThreadError: Error, Equatable, Sendable, CustomStringConvertible
     /// inside that body (its `inout` access would overlap), or from a run of the thread's loop
     /// that the body started. Nothing ran.
     case reentrantAccess
-    /// ``LongThread/runCurrentThread(name:owner:options:_:)`` was called on a thread that is a
+    /// ``LongThread/runCurrentThread(name:options:_:)`` was called on a thread that is a
     /// LongThread already: from its work, its setUp or tearDown, or from inside another
     /// `runCurrentThread`. A thread runs one loop of the library's at a time; nothing changed.
     case alreadyALongThread
