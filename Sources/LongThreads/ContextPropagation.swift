@@ -54,13 +54,14 @@ extension LongThread {
     }
 }
 
-/// Where posted work is wrapped in its poster's context when a ``ContextPropagator`` is installed.
+/// Where posted work is given its poster's context when a ``ContextPropagator`` is installed.
 ///
 /// One path for every spelling: the capture happens where each kind of work item is made
 /// (`WorkItem.make`, `QueuedWork`, `BlockingWork`, `AsyncWork`, and a repeating
 /// `LongThreadTimer`), never at the spellings, so a new spelling, which has to make one of them,
-/// cannot forget it. The one item made bare, `perform`'s `.fireAndForget`, is made only while no
-/// propagator is installed.
+/// cannot forget it. `perform` makes its bare `.fireAndForget` only after `WorkItem.boxed` found no
+/// context (and no label). Fire-and-forget work keeps its context in its item (`ContextWork`);
+/// the other kinds wrap their closure (`carry`).
 enum ContextCarrier {
     /// The installed propagator, boxed so that one pointer publishes it.
     final class Installed: Sendable {
@@ -90,32 +91,55 @@ enum ContextCarrier {
         return Unmanaged<Installed>.fromOpaque(box).takeUnretainedValue()
     }
 
-    /// The work to queue for fire-and-forget `work`: `work` itself, or `work` run in the poster's context.
+    /// What `wrap` makes of the poster's context, or nil when no propagator is installed or its
+    /// capture found none. The box is borrowed, not retained, for the capture (it is never freed:
+    /// see `current`), and a capture that finds nothing leaves nothing to destroy: so a post with
+    /// a propagator that finds no context costs little more than the call.
     @inline(__always)
-    static func carry(_ work: @escaping @Sendable () -> Void, label: String?) -> @Sendable () -> Void {
-        guard let installed = installed() else { return work }
-        let propagator = installed.propagator
-        guard let captured = propagator.capture(label: label) else { return work }
-        return { propagator.restore(captured, label: label, around: work) }
+    static func capture<Result>(
+        label: String?,
+        _ wrap: (Installed, consuming any Sendable) -> Result
+    ) -> Result? {
+        guard let box = UnsafeRawPointer(bitPattern: current.load(ordering: .acquiring)) else { return nil }
+        return Unmanaged<Installed>.fromOpaque(box)._withUnsafeGuaranteedRef { installed in
+            // A `switch`, not `guard let`: on its `.none` path the compiler knows there is
+            // nothing to destroy (`guard let` destroyed the empty optional through its metadata).
+            switch installed.propagator.capture(label: label) {
+            case .none: return nil
+            case .some(let captured): return wrap(installed, captured)
+            }
+        }
     }
 
-    /// As `carry(_:label:)`, for work whose caller blocks until it ran (`sync`): not `Sendable`, as
-    /// it runs while its caller waits.
+    /// The work to queue for `work` with a waiter (`QueuedWork`): `work` itself, or `work` run in
+    /// the poster's context. The closure keeps the propagator's box (one retain), not a copy of the
+    /// propagator. (Plain fire-and-forget work keeps its context in its work item instead, which
+    /// saves the wrapping closure: `WorkItem.make`.)
+    @inline(__always)
+    static func carry(_ work: @escaping @Sendable () -> Void, label: String?) -> @Sendable () -> Void {
+        let carried = capture(label: label) { installed, captured -> @Sendable () -> Void in
+            { installed.propagator.restore(captured, label: label, around: work) }
+        }
+        return carried ?? work
+    }
+
+    /// As `carry(_:label:)`, for work whose caller blocks until it ran (`sync`): not `Sendable`,
+    /// as it runs while its caller waits.
     @inline(__always)
     static func carry(_ work: @escaping () -> Void, label: String?) -> () -> Void {
-        guard let installed = installed() else { return work }
-        let propagator = installed.propagator
-        guard let captured = propagator.capture(label: label) else { return work }
-        return { propagator.restore(captured, label: label, around: work) }
+        let carried = capture(label: label) { installed, captured -> () -> Void in
+            { installed.propagator.restore(captured, label: label, around: work) }
+        }
+        return carried ?? work
     }
 
     /// As `carry(_:label:)`, for a repeating timer's callback: each call runs in the context of
     /// whoever scheduled the timer.
     static func carry<Argument>(_ callback: @escaping @Sendable (Argument) -> Void) -> @Sendable (Argument) -> Void {
-        guard let installed = installed() else { return callback }
-        let propagator = installed.propagator
-        guard let captured = propagator.capture(label: nil) else { return callback }
-        return { argument in propagator.restore(captured, label: nil) { callback(argument) } }
+        let carried = capture(label: nil) { installed, captured -> @Sendable (Argument) -> Void in
+            { argument in installed.propagator.restore(captured, label: nil) { callback(argument) } }
+        }
+        return carried ?? callback
     }
 
     /// As `carry(_:label:)`, for awaited work that returns a value (`run`).
@@ -124,9 +148,9 @@ enum ContextCarrier {
         _ work: @escaping @Sendable () throws -> T,
         label: String?
     ) -> @Sendable () throws -> T {
-        guard let installed = installed() else { return work }
-        let propagator = installed.propagator
-        guard let captured = propagator.capture(label: label) else { return work }
-        return { try propagator.restore(captured, label: label, around: work) }
+        let carried = capture(label: label) { installed, captured -> @Sendable () throws -> T in
+            { try installed.propagator.restore(captured, label: label, around: work) }
+        }
+        return carried ?? work
     }
 }

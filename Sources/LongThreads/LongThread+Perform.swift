@@ -102,13 +102,13 @@ extension LongThread {
             if core.hasQueueLimit {
                 let item = WorkItem.make(work, label: label)
                 try core.postWaitingForRoom { () throws(LongThreadError) in try core.enqueue(item, modes: modes) }
-            } else if label == nil, ContextCarrier.installed() == nil {
-                // The common post: the closure goes straight into its queue entry, under the lock.
-                try core.enqueue(.fireAndForget(work), modes: modes)
-            } else {
-                // A propagator's capture (in `make`) and a label's box are made before the lock is taken.
-                let item = WorkItem.make(work, label: label)
+            } else if let item = WorkItem.boxed(work, label: label) {
+                // A propagator's capture and a label's box are made before the lock is taken.
                 try core.enqueue(item, modes: modes)
+            } else {
+                // The common post (also when a propagator captured nothing): the closure goes
+                // straight into its queue entry, under the lock, without a copy.
+                try core.enqueue(.fireAndForget(work), modes: modes)
             }
             return
         }

@@ -7,6 +7,9 @@ enum WorkItem {
     case fireAndForget(@Sendable () -> Void)
     /// Fire-and-forget work with a label for stall reports (the label costs an allocation).
     case labeled(LabeledWork)
+    /// Fire-and-forget work with its poster's context (`ContextCarrier`), and its label if any:
+    /// one allocation, instead of a closure wrapping the work in its context.
+    case inContext(ContextWork)
     case waiting(any WaitingWork)
     /// A Swift concurrency job (an actor pinned to the thread, or a task preferring it as its task
     /// executor): two words, no allocation, no reference counting per job. The core is unretained:
@@ -22,6 +25,7 @@ enum WorkItem {
         switch self {
         case .fireAndForget(let work): work()
         case .labeled(let work): work.work()
+        case .inContext(let work): work.run()
         case .waiting(let work): work.run()
         case .job(let job, let core): core._withUnsafeGuaranteedRef { $0.runJob(job) }
         case .taken: break
@@ -34,14 +38,28 @@ enum WorkItem {
         switch self {
         case .fireAndForget, .job, .taken: nil
         case .labeled(let work): work.label
+        case .inContext(let work): work.label
         case .waiting(let work): work.label
         }
     }
 
     /// Fire-and-forget work, labelled when a label was given, in its poster's context (`ContextCarrier`).
+    @inline(__always)
     static func make(_ work: @escaping @Sendable () -> Void, label: String?) -> WorkItem {
-        let work: @Sendable () -> Void = ContextCarrier.carry(work, label: label)
-        guard let label else { return .fireAndForget(work) }
+        boxed(work, label: label) ?? .fireAndForget(work)
+    }
+
+    /// Fire-and-forget work in its box, when it needs one: in its poster's context when a
+    /// propagator captured one (`ContextCarrier`), else labelled when a label was given; nil when
+    /// neither, so that the caller can make the bare `.fireAndForget` straight into its queue entry.
+    /// Inlined into each post, so that a capture that finds no context costs its call and little more.
+    @inline(__always)
+    static func boxed(_ work: @escaping @Sendable () -> Void, label: String?) -> WorkItem? {
+        let inContext = ContextCarrier.capture(label: label) { installed, captured in
+            WorkItem.inContext(ContextWork(installed, captured: captured, label: label, work: work))
+        }
+        if let inContext { return inContext }
+        guard let label else { return nil }
         return .labeled(LabeledWork(label: label, work: work))
     }
 
@@ -74,7 +92,7 @@ enum WorkItem {
         switch self {
         case .waiting(let work): work.discard()
         case .job(let job, let core): OrphanedJobs.adopt(job, of: core.takeUnretainedValue())
-        case .fireAndForget, .labeled, .taken: break
+        case .fireAndForget, .labeled, .inContext, .taken: break
         }
     }
 }
@@ -109,6 +127,28 @@ final class LabeledWork: Sendable {
     init(label: String, work: @escaping @Sendable () -> Void) {
         self.label = label
         self.work = work
+    }
+}
+
+/// Fire-and-forget work with what its poster's propagator captured (`WorkItem.inContext`).
+final class ContextWork: Sendable {
+    /// The propagator's box (one retain, not a copy of the propagator).
+    let installed: ContextCarrier.Installed
+    let captured: any Sendable
+    let label: String?
+    let work: @Sendable () -> Void
+
+    init(_ installed: ContextCarrier.Installed, captured: any Sendable, label: String?, work: @escaping @Sendable () -> Void) {
+        self.installed = installed
+        self.captured = captured
+        self.label = label
+        self.work = work
+    }
+
+    /// Loop thread only. Runs the work inside its poster's context.
+    @inline(__always)
+    func run() {
+        installed.propagator.restore(captured, label: label, around: work)
     }
 }
 
