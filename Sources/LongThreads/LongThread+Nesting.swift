@@ -11,6 +11,6 @@ extension LongThread {
     ///   thread, so it never races.
     public static var nestingDepth: Int {
         guard let core = ThreadCore.current else { return 0 }
-        return max(0, core.runModes.count - 1)
+        return max(0, core.loop.runModes.count - 1)
     }
 }

@@ -17,6 +17,7 @@ extension ThreadCore {
             guard case .outOfResources(let errno) = error else { throw error }
             throw LongThreadError.cannotStart(errno: errno)
         }
+        claimLoopState()
         let saved = SavedThreadState(changedBy: options)
         shared.withLock { $0.lifecycle.threadAdopted() }
         PosixThread.setCurrentName(name ?? "LongThread")

@@ -32,7 +32,7 @@ final class BoundStorage<Value: ~Copyable>: BoundValue, @unchecked Sendable {
     /// Loop thread: makes the value and registers it with the thread, which destroys it at its end.
     func fill(_ make: () throws -> Value) throws {
         value = try make()
-        core.boundValues.insert(self)
+        core.loop.boundValues.insert(self)
     }
 
     private var isAlive: Bool {
@@ -106,7 +106,7 @@ final class BoundStorage<Value: ~Copyable>: BoundValue, @unchecked Sendable {
         }
         destroyPending = false
         guard isAlive else { return }
-        core.boundValues.remove(self)
+        core.loop.boundValues.remove(self)
         value = nil
     }
 
@@ -144,8 +144,8 @@ extension ThreadCore {
     /// the thread. A value's `deinit` cannot bind a new one (the thread accepts no work by then);
     /// the loop is there for safety.
     func destroyBoundValues() {
-        while !boundValues.isEmpty {
-            for value in boundValues.takeAll() { value.destroyAtExit() }
+        while !loop.boundValues.isEmpty {
+            for value in loop.boundValues.takeAll() { value.destroyAtExit() }
         }
     }
 }

@@ -18,15 +18,15 @@ extension ThreadCore {
     func engineServiceWork() {
         let eligible = currentEligibility()
         var pass = DrainPass(started: beginCallout(), eligible: eligible)
-        batch.drainDepth += 1
-        var index = batch.head
+        loop.batch.drainDepth += 1
+        var index = loop.batch.head
         while runBatch(&pass, from: &index) {
-            batch.compact(&index)
+            loop.batch.compact(&index)
             guard refillBatch(&pass) else { break }
         }
         let timersDue = finishPass(&pass)
         checkOwner()
-        batch.drainDepth -= 1
+        loop.batch.drainDepth -= 1
         endCallout()
         // In a callout of their own (a timer's work may run the loop nested), after the drain's.
         if timersDue { engineServiceTimers() }
@@ -36,7 +36,7 @@ extension ThreadCore {
     /// when the pass must end before the batch does (a discarding stop, or the budget spent).
     @inline(__always)
     private func runBatch(_ pass: inout DrainPass, from index: inout Int) -> Bool {
-        while index < batch.entries.count {
+        while index < loop.batch.entries.count {
             // One load for every hint (a stop, urgent work, a monitor, an instrument).
             let hints = self.hints.load(ordering: .relaxed)
             if hints & Hints.discard != 0 {
@@ -48,7 +48,7 @@ extension ThreadCore {
                 pass.end = .yielding
                 return false
             }
-            if batch.entries[index].modes & pass.eligible != 0 {
+            if loop.batch.entries[index].modes & pass.eligible != 0 {
                 runEntry(at: index, hints: hints, &pass)
                 pass.ran += 1
             }
@@ -60,15 +60,15 @@ extension ThreadCore {
     /// Takes the entry at `index` out of the batch and runs it.
     @inline(__always)
     private func runEntry(at index: Int, hints: UInt8, _ pass: inout DrainPass) {
-        let postedAt = batch.entries[index].postedAt
-        let item = batch.take(at: index)
+        let postedAt = loop.batch.entries[index].postedAt
+        let item = loop.batch.take(at: index)
         if case .waiting(let work) = item, work is BlockingWork { (pass.answeredCaller, pass.batchAnsweredCaller) = (true, true) }
-        batchWaiting.store(batch.untaken, ordering: .relaxed)
+        batchWaiting.store(loop.batch.untaken, ordering: .relaxed)
         // A stamped item runs timed even after its monitor left: it keeps the age of the oldest
         // waiting item true (`statistics`).
-        if hints & Hints.timesPosts != 0 || postedAt != 0 || timingItems {
+        if hints & Hints.timesPosts != 0 || postedAt != 0 || loop.timingItems {
             // Off the untimed path: only a stamped post can settle a missed linger.
-            if postedAt != 0, lingerMissedAt != 0 { learnFromMissedLinger(postedAt: postedAt) }
+            if postedAt != 0, loop.lingerMissedAt != 0 { learnFromMissedLinger(postedAt: postedAt) }
             pass.longestWait = max(pass.longestWait, runTimed(item, postedAt: postedAt))
         } else {
             item.run()
@@ -89,7 +89,7 @@ extension ThreadCore {
         var timersDue: Bool?
         var (gotMore, isStopping) = shared.withLock { state in
             publishCounters(into: &state, ran: ran)
-            if state.countsWakeUps, let engine, !engine.countingWakeUps { engine.countWakeUps() }
+            if state.countsWakeUps, let engine = loop.engine, !engine.countingWakeUps { engine.countWakeUps() }
             if yieldToLoop, !state.queue.isEmpty {
                 // CF's pass comes first; nobody waits for a request already queued.
                 (lingerFor, parkFor) = (0, 0)
@@ -102,9 +102,9 @@ extension ThreadCore {
                 // Read under the lock: a ring after it cannot be missed.
                 parkSeen = waker.parkSeen
             }
-            let before = batch.entries.count
+            let before = loop.batch.entries.count
             let gotMore = state.queue.moveAll(
-                to: &batch.entries, staysActive: lingerFor > 0 && !isStopping, parks: parkFor > 0)
+                to: &loop.batch.entries, staysActive: lingerFor > 0 && !isStopping, parks: parkFor > 0)
             if gotMore { noteBatchGrew(from: before) }
             return (gotMore, isStopping)
         }
@@ -175,14 +175,14 @@ extension ThreadCore {
             }
             // The rest runs in the next pass. The consumer stays active, so producers still skip
             // the wake-up; the signal brings CF back here after one pass.
-            engine?.signal()
+            loop.engine?.signal()
         }
         // Waiting is not work.
         let busy = CLongThreadsShims_monotonicNanoseconds() - pass.started - pass.waited
         shared.withLock { $0.busyNanoseconds += busy }
         // The flag first: binding the optional existential copies it (about 20 instructions).
         if hasInstrument, pass.totalRun > 0, let instrument {
-            let depth = shared.withLock { $0.queue.count } + batch.untaken
+            let depth = shared.withLock { $0.queue.count } + loop.batch.untaken
             instrument.record(.batch(
                 name: name, tasks: pass.totalRun, busy: .nanoseconds(busy),
                 waited: .nanoseconds(pass.longestWait), queueDepth: depth
@@ -190,11 +190,11 @@ extension ThreadCore {
         }
         if discardRequested {
             discardBatch()
-            engine?.stopInnermostRun()
+            loop.engine?.stopInnermostRun()
         } else if pass.end == .stopping {
             // Draining and nothing this mode may run is left: end this run (the outer loop then
             // drains what waits for other modes, or exits).
-            engine?.stopInnermostRun()
+            loop.engine?.stopInnermostRun()
         }
         return pass.timersDue ?? false
     }
@@ -217,11 +217,11 @@ extension ThreadCore {
             let postedAt = entry.postedAt
             let item = entry.take()
             if discardRequested {
-                discardedByLoop += 1
+                loop.unpublished.discarded += 1
                 if item.mustBeTold { Self.tell([item]) }
                 break
             }
-            if postedAt != 0 || timingItems || isMonitored {
+            if postedAt != 0 || loop.timingItems || isMonitored {
                 _ = runTimed(item, postedAt: postedAt)
             } else {
                 item.run()
@@ -247,20 +247,20 @@ extension ThreadCore {
         var waited: UInt64 = 0
         if postedAt != 0 {
             waited = now > postedAt ? now - postedAt : 0
-            batchOldestPostedAt.store(batch.oldestPostedAt, ordering: .relaxed)
-            if timingItems { checkDelivery(of: item, waited: waited) }
+            batchOldestPostedAt.store(loop.batch.oldestPostedAt, ordering: .relaxed)
+            if loop.timingItems { checkDelivery(of: item, waited: waited) }
         }
-        guard timingItems || isMonitored else {
+        guard loop.timingItems || isMonitored else {
             item.run()
             return waited
         }
-        timingItems = true
-        let outerLabel = itemLabel
-        itemLabel = item.label
+        loop.timingItems = true
+        let outerLabel = loop.itemLabel
+        loop.itemLabel = item.label
         if watch.kernelThreadID.load(ordering: .relaxed) == 0 { prepareForStackCapture() }
         publishItemStart(now | Self.timedBit)
         item.run()
-        itemLabel = outerLabel
+        loop.itemLabel = outerLabel
         return waited
     }
 }

@@ -95,7 +95,7 @@ extension ThreadCore {
 
     /// Loop thread: a timer fired; a one-shot timer has ended.
     func timerFired(_ timer: LongThreadTimer, ended: Bool) {
-        timersFired += 1
+        loop.unpublished.timersFired += 1
         if ended { timerEnded(timer) }
     }
 
@@ -154,7 +154,7 @@ extension ThreadCore {
             _ = try state.mask(for: [mode])
             return true
         }
-        guard registered, let engine else { return false }
+        guard registered, let engine = loop.engine else { return false }
         let left = ContinuousClock.now.duration(to: deadline)
         if left <= .zero { return !condition() }
         return engine.runNested(

@@ -20,8 +20,8 @@ extension ThreadCore {
             let outcome: (gotMore: Bool, isStopping: Bool)? = shared.withLock { state in
                 let isStopping = state.lifecycle.isStopping
                 if state.queue.isEmpty, !expired, !isStopping { return nil }
-                let before = batch.entries.count
-                let gotMore = state.queue.moveAll(to: &batch.entries)
+                let before = loop.batch.entries.count
+                let gotMore = state.queue.moveAll(to: &loop.batch.entries)
                 if gotMore { noteBatchGrew(from: before) }
                 return (gotMore, isStopping)
             }
@@ -30,7 +30,7 @@ extension ThreadCore {
                     waitPolicy.lingerWon(after: Int64(waited), &WaitLearning.current.pointee)
                 } else if !outcome.isStopping {
                     // Nobody came in time: judge the linger when the next post comes, by its stamp.
-                    lingerMissedAt = start
+                    loop.lingerMissedAt = start
                     hints.bitwiseOr(Hints.stampsNextPost, ordering: .relaxed)
                 }
                 return outcome
@@ -47,8 +47,8 @@ extension ThreadCore {
     func park(forNanoseconds nanoseconds: Int64, seen: UInt32) -> (gotMore: Bool, isStopping: Bool) {
         waker.sleepParked(seen: seen, forNanoseconds: nanoseconds)
         return shared.withLock { state in
-            let before = batch.entries.count
-            let gotMore = state.queue.moveAll(to: &batch.entries)
+            let before = loop.batch.entries.count
+            let gotMore = state.queue.moveAll(to: &loop.batch.entries)
             if gotMore { noteBatchGrew(from: before) }
             return (gotMore, state.lifecycle.isStopping)
         }
@@ -59,9 +59,9 @@ extension ThreadCore {
     /// wake-up took longer than the budget: on a VM waking an idle CPU takes tens of µs); one that
     /// came back much later, or another producer's post, counts as a lost linger.
     func learnFromMissedLinger(postedAt: UInt64) {
-        let late = postedAt > lingerMissedAt ? postedAt - lingerMissedAt : 0
+        let late = postedAt > loop.lingerMissedAt ? postedAt - loop.lingerMissedAt : 0
         waitPolicy.lingerMissed(late: Int64(late), &WaitLearning.current.pointee)
-        lingerMissedAt = 0
+        loop.lingerMissedAt = 0
         hints.bitwiseAnd(~Hints.stampsNextPost, ordering: .relaxed)
     }
 

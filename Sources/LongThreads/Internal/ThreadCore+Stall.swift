@@ -24,11 +24,11 @@ extension ThreadCore {
         let limit = watch.deliveryThreshold.load(ordering: .relaxed)
         guard limit != 0 else { return }
         guard waited >= limit else {
-            slowDeliveryReported = false
+            loop.slowDeliveryReported = false
             return
         }
-        guard !slowDeliveryReported else { return }
-        slowDeliveryReported = true
+        guard !loop.slowDeliveryReported else { return }
+        loop.slowDeliveryReported = true
         let depth = pendingCount
         let label = item.label
         watch.monitors.withLock { monitors in

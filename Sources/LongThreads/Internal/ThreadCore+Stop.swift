@@ -113,7 +113,7 @@ extension ThreadCore {
         for attachment in attachments { attachment.cancel() }
         let (tasksRun, discarded) = shared.withLock { state in
             publishCounters(into: &state, ran: 0)
-            state.discarded += leftoverCount + discardedByLoop
+            state.discarded += leftoverCount + loop.unpublished.discarded
             return (state.tasksRun, state.discarded)
         }
         // The descriptor sources' epoll instances close here; CF's thread-exit finaliser removes

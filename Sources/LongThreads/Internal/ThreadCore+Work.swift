@@ -49,7 +49,7 @@ extension ThreadCore: RunLoopEngineDelegate {
     /// A monitor that reported the previous item may have gone idle: this start wakes it, or the
     /// next slow item of the same drain would go unreported.
     func publishItemStart(_ start: UInt64) {
-        if let itemLabel { watch.runningLabel.withLock { $0 = (itemLabel, start) } }
+        if let itemLabel = loop.itemLabel { watch.runningLabel.withLock { $0 = (itemLabel, start) } }
         publishCalloutStart(start)
         // After the start's store (sequentially consistent, as the monitor's flag store, then its
         // load of the start): either this load sees the flag, or the monitor sees this start.
@@ -79,16 +79,16 @@ extension ThreadCore: RunLoopEngineDelegate {
 
     /// Loop thread: `batch` grew from `before` entries (a refill, under the lock).
     func noteBatchGrew(from before: Int) {
-        batch.grew(from: before)
-        batchWaiting.store(batch.untaken, ordering: .relaxed)
+        loop.batch.grew(from: before)
+        batchWaiting.store(loop.batch.untaken, ordering: .relaxed)
         if before == 0 || batchOldestPostedAt.load(ordering: .relaxed) == 0 {
-            batchOldestPostedAt.store(batch.oldestPostedAt, ordering: .relaxed)
+            batchOldestPostedAt.store(loop.batch.oldestPostedAt, ordering: .relaxed)
         }
     }
 
     func engineDidEnterRun() {
-        let mode = engine?.currentModeName() ?? RunLoop.Mode.default.rawValue
-        runModes.append(mode)
+        let mode = loop.engine?.currentModeName() ?? RunLoop.Mode.default.rawValue
+        loop.runModes.append(mode)
         // A run nested inside a task suspends the drain that was running it: producers must
         // wake it again. Work already waiting gets a look only if it may run in this mode (or a
         // stop must end the run): a signal with nothing to do still counts as a handled source,
@@ -97,14 +97,14 @@ extension ThreadCore: RunLoopEngineDelegate {
             state.queue.consumerSuspended()
             return (hasWork(eligibleIn: mode, state: state), hasDueTimers(eligibleIn: mode, state: state))
         }
-        if mustLook { engine?.signal() }
-        if timersDue { engine?.signalTimers() }
+        if mustLook { loop.engine?.signal() }
+        if timersDue { loop.engine?.signalTimers() }
         // The task's callout pauses: the loop turns again (a monitor sees an idle thread).
-        if calloutDepth > 0 { publishCalloutStart(0) }
+        if loop.calloutDepth > 0 { publishCalloutStart(0) }
     }
 
     func engineDidExitRun() {
-        _ = runModes.popLast()
+        _ = loop.runModes.popLast()
         // Back in the enclosing run (if any): work for its mode may have arrived meanwhile. It
         // gets a look once that run has the loop again, when the callout that ran the nested run
         // returns (`endCallout`), not now: a signal now is taken by the next run the same callout
@@ -112,39 +112,39 @@ extension ThreadCore: RunLoopEngineDelegate {
         // going round after each handled source), which can run none of it, returns at once as
         // having handled a source, and exits here to signal again: a busy loop for as long as the
         // modal loop lasts. A nested run outside any callout of ours has no such hook: signalled now.
-        if let enclosing = runModes.last {
+        if let enclosing = loop.runModes.last {
             let (mustLook, timersDue) = shared.withLock { state in
                 (hasWork(eligibleIn: enclosing, state: state), hasDueTimers(eligibleIn: enclosing, state: state))
             }
-            if calloutDepth > 0 {
+            if loop.calloutDepth > 0 {
                 if mustLook || timersDue { deferLook(work: mustLook, timers: timersDue) }
             } else {
-                if mustLook { engine?.signal() }
-                if timersDue { engine?.signalTimers() }
+                if mustLook { loop.engine?.signal() }
+                if timersDue { loop.engine?.signalTimers() }
             }
         }
         // The task that ran the loop nested resumes: a new callout, under its own label.
-        if calloutDepth > 0 { beginCallout(resuming: true) }
+        if loop.calloutDepth > 0 { beginCallout(resuming: true) }
     }
 
     /// Loop thread: the enclosing run of the callout at `calloutDepth` gets a look at its work or
     /// timers when that callout ends (`endCallout`). Looks for shallower callouts wait below.
     private func deferLook(work: Bool, timers: Bool) {
-        if let last = deferredLooks.last, last.depth == calloutDepth {
-            deferredLooks[deferredLooks.count - 1].work = last.work || work
-            deferredLooks[deferredLooks.count - 1].timers = last.timers || timers
+        if let last = loop.deferredLooks.last, last.depth == loop.calloutDepth {
+            loop.deferredLooks[loop.deferredLooks.count - 1].work = last.work || work
+            loop.deferredLooks[loop.deferredLooks.count - 1].timers = last.timers || timers
         } else {
-            deferredLooks.append((calloutDepth, work, timers))
+            loop.deferredLooks.append((loop.calloutDepth, work, timers))
         }
     }
 
     /// Loop thread, at the end of a callout: signals the looks deferred for it (`engineDidExitRun`).
     @inline(never)
     private func takeDeferredLooks() {
-        while let last = deferredLooks.last, last.depth > calloutDepth {
-            deferredLooks.removeLast()
-            if last.work { engine?.signal() }
-            if last.timers { engine?.signalTimers() }
+        while let last = loop.deferredLooks.last, last.depth > loop.calloutDepth {
+            loop.deferredLooks.removeLast()
+            if last.work { loop.engine?.signal() }
+            if last.timers { loop.engine?.signalTimers() }
         }
     }
 
@@ -155,7 +155,7 @@ extension ThreadCore: RunLoopEngineDelegate {
         if state.lifecycle.isStopping || !state.queue.urgent.isEmpty { return true }
         let mask = state.modes.eligibility(inModeNamed: mode)
         if mask == 0 { return false }
-        return batch.hasEntry(eligibleIn: mask) || state.queue.entries.contains { $0.modes & mask != 0 }
+        return loop.batch.hasEntry(eligibleIn: mask) || state.queue.entries.contains { $0.modes & mask != 0 }
     }
 
     /// Loop thread, under the lock: whether a timer whose deadline passed while the loop ran
@@ -166,7 +166,7 @@ extension ThreadCore: RunLoopEngineDelegate {
     }
 
     func engineDidWake() {
-        wakeUps += 1
+        loop.unpublished.wakeUps += 1
         if hasInstrument { instrument?.record(.wokeUp(name: name)) }
         checkOwner()
     }
@@ -179,7 +179,7 @@ extension ThreadCore: RunLoopEngineDelegate {
         }
         while !discardRequested {
             let mode: String? = shared.withLock { state in
-                let first = batch.firstUntaken ?? state.queue.entries.first
+                let first = loop.batch.firstUntaken ?? state.queue.entries.first
                 return first.map { state.modes.drainMode(for: $0.modes) }
             }
             guard let mode else { break }
@@ -198,10 +198,10 @@ extension ThreadCore: RunLoopEngineDelegate {
     @inline(__always)
     func beginCallout(resuming: Bool = false) -> UInt64 {
         let now = CLongThreadsShims_monotonicNanoseconds()
-        if now >= settleInAt { settleIn() }
-        if !resuming { calloutDepth += 1 }
-        timingItems = isMonitored
-        guard timingItems else {
+        if now >= loop.settleInAt { settleIn() }
+        if !resuming { loop.calloutDepth += 1 }
+        loop.timingItems = isMonitored
+        guard loop.timingItems else {
             publishCalloutStart(max(now & ~Self.timedBit, 2))
             return now
         }
@@ -241,11 +241,11 @@ extension ThreadCore: RunLoopEngineDelegate {
     /// with hogs). A thread that ends within a millisecond gains nothing from either.
     @inline(never)
     func settleIn() {
-        settleInAt = .max
+        loop.settleInAt = .max
         PosixThread.requestSliceForCurrentThread(options.schedulerSlice)
         shared.withLock { state in
             // Not once a stop began: the loop is about to exit.
-            if !state.lifecycle.isStopping { engine?.installWakePort() }
+            if !state.lifecycle.isStopping { loop.engine?.installWakePort() }
         }
     }
 
@@ -255,9 +255,9 @@ extension ThreadCore: RunLoopEngineDelegate {
     /// Loop thread: a callout ends; the loop turns again (at whatever depth it runs).
     @inline(__always)
     func endCallout() {
-        calloutDepth -= 1
+        loop.calloutDepth -= 1
         publishCalloutStart(0)
-        if !deferredLooks.isEmpty { takeDeferredLooks() }
+        if !loop.deferredLooks.isEmpty { takeDeferredLooks() }
     }
 
     // MARK: - Helpers
@@ -266,26 +266,26 @@ extension ThreadCore: RunLoopEngineDelegate {
     func publishCounters(into state: inout SharedState, ran: Int) {
         state.tasksRun += ran
         if state.backpressure != nil { state.backpressure?.finished(ran) }
-        state.wakeUps += wakeUps
-        state.timersFired += timersFired
-        wakeUps = 0
-        timersFired = 0
+        state.wakeUps += loop.unpublished.wakeUps
+        state.timersFired += loop.unpublished.timersFired
+        loop.unpublished.wakeUps = 0
+        loop.unpublished.timersFired = 0
     }
 
     func currentEligibility() -> ModeTable.Mask {
-        guard let mode = engine?.currentModeName() else { return 0 }
+        guard let mode = loop.engine?.currentModeName() else { return 0 }
         let generation = modesGeneration.load(ordering: .acquiring)
-        if let cache = eligibilityCache, cache.mode == mode, generation == seenModesGeneration { return cache.mask }
+        if let cache = loop.eligibilityCache, cache.mode == mode, generation == loop.seenModesGeneration { return cache.mask }
         let mask = shared.withLock { $0.modes.eligibility(inModeNamed: mode) }
-        seenModesGeneration = generation
+        loop.seenModesGeneration = generation
         // A mode nobody posted in yet may get work later: look it up again next time.
-        eligibilityCache = mask == 0 ? nil : (mode, mask)
+        loop.eligibilityCache = mask == 0 ? nil : (mode, mask)
         return mask
     }
 
     /// Discards everything in the batch, telling each waiter once every dropped closure is released.
     func discardBatch() {
-        var dropped = batch.removeAll()
+        var dropped = loop.batch.removeAll()
         batchWaiting.store(0, ordering: .relaxed)
         batchOldestPostedAt.store(0, ordering: .relaxed)
         var toTell: [WorkItem] = []
@@ -293,7 +293,7 @@ extension ThreadCore: RunLoopEngineDelegate {
             // A fire-and-forget closure is released here, before any waiter is told below.
             let item = dropped[index].take()
             if item.mustBeTold { toTell.append(item) }
-            discardedByLoop += 1
+            loop.unpublished.discarded += 1
         }
         Self.tell(toTell)
     }

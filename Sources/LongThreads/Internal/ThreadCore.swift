@@ -58,45 +58,18 @@ final class ThreadCore: @unchecked Sendable {
     /// When the oldest item still waiting in `batch` was posted (0: none, or posts are not timed).
     let batchOldestPostedAt = Atomic<UInt64>(0)
 
-    // MARK: Loop thread only
-    // (`@exclusivity(unchecked)`: one thread touches these, and the drain reads them per item, where
-    // dynamic exclusivity checks showed up in profiles.)
-    var engine: RunLoopEngine?
-    /// Entries taken from the queue, not yet run (`DrainBatch`).
-    @exclusivity(unchecked) var batch = DrainBatch()
-    /// The eligibility mask of the last mode a drain ran in, and the modes generation it saw.
-    var eligibilityCache: (mode: String, mask: ModeTable.Mask)?
-    var seenModesGeneration = 0
-    /// Counted without the lock, published at the next refill.
-    var wakeUps = 0
-    var timersFired = 0
-    var discardedByLoop = 0
-    /// The mode of each run of the loop on the stack, innermost last (entry and exit observer).
-    var runModes = RunModeStack()
-    /// Callouts on the stack (a task running the loop nested holds one while its nested ones run).
-    var calloutDepth = 0
-    /// Looks at work and due timers owed to the run that a callout at `depth` returns to, given
-    /// when that callout ends (`engineDidExitRun`); innermost last, empty nearly always.
-    @exclusivity(unchecked) var deferredLooks: [(depth: Int, work: Bool, timers: Bool)] = []
-    /// Whether the loop times each item of the running callout (a monitor watches).
-    @exclusivity(unchecked) var timingItems = false
-    /// The label of the item running at the innermost level, kept while timed (so the label comes
-    /// back when a task's nested run returns).
-    var itemLabel: String?
-    /// A slow delivery was reported and no item has started on time since (one report per backlog).
-    var slowDeliveryReported = false
-    /// When the last linger that found no work began (0: none pending): the next stamped post
-    /// tells how late the caller came back (`linger`).
-    @exclusivity(unchecked) var lingerMissedAt: UInt64 = 0
-    /// The `ThreadBound` values alive on this thread, destroyed before `tearDown` (`BoundStorage`).
-    var boundValues = BoundValues()
+    // MARK: Loop thread only (`LoopState`, checked in debug builds)
+    @exclusivity(unchecked) var loopStorage = LoopState()
+    #if DEBUG
+    /// The loop thread (`pthread_self`), once it began: `assertOnLoopThread`.
+    let loopOwner = Atomic<UInt>(0)
+    #endif
+
     /// `Options.setUp` and `tearDown`, out of `options` so that the thread releases each once it
     /// can no longer run: setUp once it ran, tearDown when the loop closes. A closure that holds
     /// (in a box it captured) a `ThreadBound` of this thread, or its handle, would otherwise keep
     /// this core alive from its own `options`: a cycle. Written in `init`, then loop thread only.
     var hooks: Hooks
-    /// When the first callout settles the thread in (monotonic ns; `settleIn`); `.max` once done.
-    @exclusivity(unchecked) var settleInAt: UInt64 = .max
     /// Every way to wake the loop (CF's wake-up, the wake-up port, the park bell), rung by
     /// `withLockWaking` only. Declared last, so that the fields producers and the drain touch on
     /// every item keep the layout they had.
@@ -208,6 +181,7 @@ final class ThreadCore: @unchecked Sendable {
 
     /// The pthread's body (`PosixThread.spawn(options:running:)`).
     func threadMain() {
+        claimLoopState()
         PosixThread.setCurrentName(name ?? "LongThread")
         let learning = WaitLearning.current
         learning.pointee.replierKey = replierKey
@@ -250,7 +224,7 @@ final class ThreadCore: @unchecked Sendable {
     /// descriptors (CF would have halted the process making the loop).
     func openLoop() -> RunLoopEngine? {
         let (settleInAt, overflow) = CLongThreadsShims_monotonicNanoseconds().addingReportingOverflow(settleInDelay)
-        self.settleInAt = overflow ? .max : settleInAt
+        loop.settleInAt = overflow ? .max : settleInAt
         let engine: RunLoopEngine
         do throws(LongThreadError) {
             // Wake-ups are reported from the start only to whom needs each one: an owner to check
@@ -262,7 +236,7 @@ final class ThreadCore: @unchecked Sendable {
             return nil
         }
         pthread_setspecific(Self.currentKey, Unmanaged.passUnretained(self).toOpaque())
-        self.engine = engine
+        loop.engine = engine
         shared.withLock { state in
             state.engine = engine
             state.lifecycle.loopStarted()
@@ -282,7 +256,7 @@ final class ThreadCore: @unchecked Sendable {
     /// stopper finds them released).
     func closeLoop(_ engine: RunLoopEngine) {
         finishExit(engine)
-        self.engine = nil
+        loop.engine = nil
         pthread_setspecific(Self.currentKey, nil)
         hooks = Hooks()
     }

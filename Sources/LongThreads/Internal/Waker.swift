@@ -77,9 +77,16 @@ extension ThreadCore {
         _ body: (inout SharedState, inout Wake) throws(Failure) -> Result
     ) throws(Failure) -> Result {
         var wake = Wake()
-        defer { waker.ring(wake) }
-        return try shared.withLock { (state: inout SharedState) throws(Failure) -> Result in
-            try body(&state, &wake)
+        // Not `defer`: it was compiled as a function of its own, called per post.
+        do {
+            let result = try shared.withLock { (state: inout SharedState) throws(Failure) -> Result in
+                try body(&state, &wake)
+            }
+            waker.ring(wake)
+            return result
+        } catch {
+            waker.ring(wake)
+            throw error
         }
     }
 }
