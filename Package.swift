@@ -22,6 +22,7 @@ let package = Package(
         .library(name: "LongThreadsLogging", targets: ["LongThreadsLogging"]),
         .library(name: "LongThreadsMetrics", targets: ["LongThreadsMetrics"]),
         .library(name: "LongThreadsTracing", targets: ["LongThreadsTracing"]),
+        .library(name: "LongThreadsTestKit", targets: ["LongThreadsTestKit"]),
         .executable(name: "longthread-demo", targets: ["LongThreadDemo"]),
         .executable(name: "longthread-daemon", targets: ["LongThreadDaemon"]),
         .executable(name: "longthread-stress", targets: ["LongThreadStress"]),
@@ -56,6 +57,9 @@ let package = Package(
         // MARK: - Core
         .target(name: "CLongThreadsShims", path: "Sources/CLongThreadsShims"),
         .target(name: "LongThreads", dependencies: ["CLongThreadsShims"], path: "Sources/LongThreads"),
+
+        // The test kit: virtual time, a stepped loop, faults on demand. On the core alone, so no trait.
+        .target(name: "LongThreadsTestKit", dependencies: ["LongThreads"], path: "Sources/LongThreadsTestKit"),
 
         // MARK: - Integrations
         .target(
@@ -147,6 +151,11 @@ let package = Package(
             name: "LongThreadsTests",
             dependencies: ["LongThreads", "CLongThreadsShims", "LongThreadsTestSupport"],
             path: "Tests/LongThreadsTests"
+        ),
+        .testTarget(
+            name: "LongThreadsTestKitTests",
+            dependencies: ["LongThreadsTestKit", "LongThreadsTestSupport"],
+            path: "Tests/LongThreadsTestKitTests"
         ),
         .testTarget(
             name: "LongThreadsIntegrationTests",

@@ -120,7 +120,7 @@ extension LongThread {
         }
         let item = QueuedWork(work, label: label, group: group, waitable: true)
         try item.post(on: core, modes: modes)
-        try item.waitForOutcome(timeout: timeout)
+        try item.waitForOutcome(timeout: timeout, clock: core.virtualClock)
     }
 
     /// Runs `work` on this thread and returns its value, waiting at most `timeout`.
@@ -156,7 +156,7 @@ extension LongThread {
         let box = ResultBox<T>()
         let item = QueuedWork({ box.result = Result { try work() } }, label: label, group: group, waitable: true)
         try item.post(on: core, modes: modes)
-        try item.waitForOutcome(timeout: timeout)
+        try item.waitForOutcome(timeout: timeout, clock: core.virtualClock)
         return try box.result!.get()
     }
 }
