@@ -174,7 +174,7 @@ let package = Package(
             name: "ExamplesTests",
             dependencies: [
                 "AFNetworkingExample", "WeexExample", "DaemonExample", "SQLiteExample", "ExampleSupport",
-                "LongThreadsTestSupport",
+                "LongThreadsTestSupport", "LongThreadsTestKit",
                 gated("Logging", "swift-log", trait: "Logging"),
                 gated("ServiceLifecycle", "swift-service-lifecycle", trait: "ServiceLifecycle"),
             ],
