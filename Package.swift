@@ -161,7 +161,7 @@ let package = Package(
             name: "LongThreadsIntegrationTests",
             dependencies: [
                 "LongThreadsServiceLifecycle", "LongThreadsLogging", "LongThreadsMetrics", "LongThreadsTracing",
-                "LongThreadsTestSupport",
+                "LongThreadsTestSupport", "LongThreadsTestKit",
                 gated("InMemoryTracing", "swift-distributed-tracing", trait: "Tracing"),
                 gated("ServiceLifecycleTestKit", "swift-service-lifecycle", trait: "ServiceLifecycle"),
                 gated("MetricsTestKit", "swift-metrics", trait: "Metrics"),
