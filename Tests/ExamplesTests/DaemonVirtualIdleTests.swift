@@ -44,15 +44,7 @@ struct DaemonVirtualIdleTests {
 /// A blocking client socket connected to the Unix socket at `path`.
 private func connectUnix(_ path: String) throws -> Int32 {
     let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-    var address = sockaddr_un()
-    address.sun_family = sa_family_t(AF_UNIX)
-    withUnsafeMutableBytes(of: &address.sun_path) { raw in
-        raw.copyBytes(from: path.utf8)
-        raw[path.utf8.count] = 0
-    }
-    let connected = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-    }
+    let connected = withUnixAddress(path) { connect(fd, $0, $1) }
     guard connected == 0 else {
         close(fd)
         throw POSIXError(.init(rawValue: errno) ?? .EIO)
