@@ -84,8 +84,11 @@ public final class TestThread: Sendable {
 
     // MARK: - Stepping
 
-    /// Whether the thread's queued work waits for the test (``runOne()``, ``runUntilIdle()``). Unpausing lets it run freely again. A stop opens the gate for good: the
-    /// thread drains or discards as the stop says.
+    /// Whether the thread's queued work waits for the test (``runOne()``, ``runUntilIdle()``).
+    /// Unpausing lets it run freely again. A stop opens the gate for good: the thread drains or
+    /// discards as the stop says. Not held by the gate: work posted with
+    /// `performAtFrontOfQueue` (it jumps the queue between two items), timers and deadline work
+    /// (they follow the clock), and descriptor-source and observer callouts.
     /// - Callable from: any thread.
     public var isPaused: Bool {
         get { harness.isPaused }
