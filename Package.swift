@@ -22,6 +22,7 @@ let package = Package(
         .library(name: "LongThreadsLogging", targets: ["LongThreadsLogging"]),
         .library(name: "LongThreadsMetrics", targets: ["LongThreadsMetrics"]),
         .library(name: "LongThreadsTracing", targets: ["LongThreadsTracing"]),
+        .library(name: "LongThreadsTestKit", targets: ["LongThreadsTestKit"]),
         .executable(name: "longthread-demo", targets: ["LongThreadDemo"]),
         .executable(name: "longthread-daemon", targets: ["LongThreadDaemon"]),
         .executable(name: "longthread-stress", targets: ["LongThreadStress"]),
@@ -56,6 +57,9 @@ let package = Package(
         // MARK: - Core
         .target(name: "CLongThreadsShims", path: "Sources/CLongThreadsShims"),
         .target(name: "LongThreads", dependencies: ["CLongThreadsShims"], path: "Sources/LongThreads"),
+
+        // The test kit: virtual time, a stepped loop, faults on demand. On the core alone, so no trait.
+        .target(name: "LongThreadsTestKit", dependencies: ["LongThreads"], path: "Sources/LongThreadsTestKit"),
 
         // MARK: - Integrations
         .target(
@@ -149,10 +153,15 @@ let package = Package(
             path: "Tests/LongThreadsTests"
         ),
         .testTarget(
+            name: "LongThreadsTestKitTests",
+            dependencies: ["LongThreadsTestKit", "LongThreadsTestSupport"],
+            path: "Tests/LongThreadsTestKitTests"
+        ),
+        .testTarget(
             name: "LongThreadsIntegrationTests",
             dependencies: [
                 "LongThreadsServiceLifecycle", "LongThreadsLogging", "LongThreadsMetrics", "LongThreadsTracing",
-                "LongThreadsTestSupport",
+                "LongThreadsTestSupport", "LongThreadsTestKit",
                 gated("InMemoryTracing", "swift-distributed-tracing", trait: "Tracing"),
                 gated("ServiceLifecycleTestKit", "swift-service-lifecycle", trait: "ServiceLifecycle"),
                 gated("MetricsTestKit", "swift-metrics", trait: "Metrics"),
@@ -165,7 +174,7 @@ let package = Package(
             name: "ExamplesTests",
             dependencies: [
                 "AFNetworkingExample", "WeexExample", "DaemonExample", "SQLiteExample", "ExampleSupport",
-                "LongThreadsTestSupport",
+                "LongThreadsTestSupport", "LongThreadsTestKit",
                 gated("Logging", "swift-log", trait: "Logging"),
                 gated("ServiceLifecycle", "swift-service-lifecycle", trait: "ServiceLifecycle"),
             ],

@@ -41,7 +41,8 @@ final class AFURLConnection: @unchecked Sendable {
     /// One read buffer for the whole request; the parser copies body bytes out of it once.
     private var readBuffer: [UInt8] = []
     private var timeout: LongThreadTimer?
-    private var lastProgress = ContinuousClock.now
+    /// On the thread's clock (`LongThread.now`), which its timeout timer follows too.
+    private var lastProgress: ContinuousClock.Instant
     private var finished = false
 
     init(request: AFURLRequest, thread: LongThread, pool: AFConnectionPool, modes: [RunLoop.Mode],
@@ -51,11 +52,12 @@ final class AFURLConnection: @unchecked Sendable {
         self.pool = pool
         self.modes = modes
         self.didFinish = didFinish
+        self.lastProgress = thread.now
     }
 
     /// `-[NSURLConnection start]`.
     func start() {
-        lastProgress = .now
+        lastProgress = thread.now
         armTimeout(after: request.timeoutInterval)
         send(reusing: true)
     }
@@ -176,7 +178,7 @@ final class AFURLConnection: @unchecked Sendable {
     }
 
     private func progressed() {
-        lastProgress = .now
+        lastProgress = thread.now
     }
 
     /// NSURLRequest's timeout is an idle timeout: one timer, which on firing checks whether
@@ -184,7 +186,7 @@ final class AFURLConnection: @unchecked Sendable {
     private func armTimeout(after delay: Duration) {
         timeout = try? thread.perform(after: delay, modes: modes) { [self] in
             guard !finished else { return }
-            let idle = ContinuousClock.now - lastProgress
+            let idle = thread.now - lastProgress
             if idle >= request.timeoutInterval { return finish(.failure(.timedOut)) }
             armTimeout(after: request.timeoutInterval - idle)
         }

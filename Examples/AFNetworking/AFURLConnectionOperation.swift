@@ -86,6 +86,10 @@ public class AFURLConnectionOperation: @unchecked Sendable {
     // MARK: Guarded by lock
     private let lock = Protected(Guarded())
 
+    /// The thread its work runs on, and that thread's pool of kept-alive connections.
+    private let thread: LongThread
+    private let pool: AFConnectionPool
+
     // MARK: Network thread only
     private var connection: AFURLConnection?
 
@@ -95,8 +99,13 @@ public class AFURLConnectionOperation: @unchecked Sendable {
     ///   - request: what to send.
     ///   - runLoopModes: the modes its work and its socket's sources run in on the network thread.
     ///   - completionQueue: where the completion block runs.
+    ///   - thread: the thread its work runs on; nil: the shared ``networkRequestThread``. Another
+    ///     thread (a test's, on virtual time) gets a connection pool of its own for this operation.
     public init(request: AFURLRequest, runLoopModes: [RunLoop.Mode] = [.common],
-                completionQueue: DispatchQueue = AFURLConnectionOperation.defaultCompletionQueue) {
+                completionQueue: DispatchQueue = AFURLConnectionOperation.defaultCompletionQueue,
+                thread: LongThread? = nil) {
+        self.thread = thread ?? Self.networkRequestThread
+        self.pool = thread.map { AFConnectionPool(thread: $0) } ?? Self.connectionPool
         self.request = request
         self.runLoopModes = runLoopModes
         self.completionQueue = completionQueue
@@ -121,7 +130,6 @@ public class AFURLConnectionOperation: @unchecked Sendable {
     /// Starts the request on the network thread. Callable from any thread; a second call does
     /// nothing. A cancelled operation finishes as cancelled instead.
     public func start() {
-        let thread = Self.networkRequestThread
         let action: (@Sendable () -> Void)? = lock.withLock { guarded in
             if guarded.cancelled, guarded.state == .ready {
                 guarded.state = .executing
@@ -151,7 +159,7 @@ public class AFURLConnectionOperation: @unchecked Sendable {
             return guarded.state == .executing
         }
         guard wasExecuting == true else { return } // not started: `start()` will cancel
-        try? Self.networkRequestThread.perform(modes: runLoopModes) { [self] in cancelConnection() }
+        try? thread.perform(modes: runLoopModes) { [self] in cancelConnection() }
     }
 
     // MARK: - Network thread
@@ -160,7 +168,7 @@ public class AFURLConnectionOperation: @unchecked Sendable {
     private func operationDidStart() {
         if isCancelled { return cancelConnection() }
         let connection = AFURLConnection(
-            request: request, thread: Self.networkRequestThread, pool: Self.connectionPool, modes: runLoopModes
+            request: request, thread: thread, pool: pool, modes: runLoopModes
         ) { [self] result in
             finish(result)
         }

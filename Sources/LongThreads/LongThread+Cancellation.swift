@@ -146,8 +146,10 @@ extension LongThread {
         /// Blocks until the work ended or `timeout` passed (nil: for ever). A timeout takes the work
         /// back if it has not started. Not on the thread (it would wait on itself).
         /// - Throws: `.timedOut`, `.discarded`, `.cancelled`.
-        func waitForOutcome(timeout: Duration?) throws(LongThreadError) {
-            if done?.wait(timeout: timeout) == false, cancel() { throw .timedOut }
+        /// On a virtual `clock` (LongThreadsTestKit), the timeout passes when the test advances it.
+        func waitForOutcome(timeout: Duration?, clock: VirtualClock?) throws(LongThreadError) {
+            let ended = if let clock, let timeout, let done { clock.wait(for: done, timeout: timeout) } else { done?.wait(timeout: timeout) }
+            if ended == false, cancel() { throw .timedOut }
             switch state {
             case .finished: return
             case .discarded: throw .discarded

@@ -1,6 +1,14 @@
 import Foundation
 
 extension LongThread {
+    /// The time on this thread's clock, the one its timers and deadlines follow:
+    /// `ContinuousClock.now`, except on a thread made by LongThreadsTestKit, whose clock the test
+    /// advances. Read it, rather than `ContinuousClock.now`, to compute a deadline for
+    /// ``perform(at:modes:label:group:_:)`` or to measure an interval the thread's timers also
+    /// measure (how long a connection has been idle), so that the code keeps time in a test too.
+    /// - Callable from: any thread, task or actor.
+    public var now: ContinuousClock.Instant { core.clockNow }
+
     /// Runs `work` on this thread at `deadline`, like Android's `postAtTime` and NIO's
     /// `scheduleTask(deadline:)`.
     ///
@@ -120,7 +128,7 @@ extension LongThread {
         }
         let item = QueuedWork(work, label: label, group: group, waitable: true)
         try item.post(on: core, modes: modes)
-        try item.waitForOutcome(timeout: timeout)
+        try item.waitForOutcome(timeout: timeout, clock: core.virtualClock)
     }
 
     /// Runs `work` on this thread and returns its value, waiting at most `timeout`.
@@ -156,7 +164,7 @@ extension LongThread {
         let box = ResultBox<T>()
         let item = QueuedWork({ box.result = Result { try work() } }, label: label, group: group, waitable: true)
         try item.post(on: core, modes: modes)
-        try item.waitForOutcome(timeout: timeout)
+        try item.waitForOutcome(timeout: timeout, clock: core.virtualClock)
         return try box.result!.get()
     }
 }

@@ -78,6 +78,8 @@ extension LongThread {
         /// death, a `LongThreadService` shutting down. Close here what ``setUp`` opened. The thread
         /// accepts no work by then: a post from here throws ``LongThreadError/stopped``.
         public var tearDown: (@Sendable () -> Void)?
+        /// LongThreadsTestKit's hold on the thread: its virtual clock, its gate, its faults.
+        @_spi(TestKit) public var harness: TestHarness?
 
         /// Options with the system's defaults, or the given settings.
         public init(

@@ -1,5 +1,6 @@
 import Logging
 import LongThreads
+import LongThreadsTestKit
 import LongThreadsLogging
 import LongThreadsMetrics
 import LongThreadsServiceLifecycle
@@ -40,6 +41,35 @@ func tourExample(connection: Connection, sql: String) async throws -> (rows: [St
 
     await db.stop()   // refuse new work, drain what was accepted, end the loop, join: the task suspends
     return (rows, rowCount)
+}
+// README: end
+
+/// Stands in for the cache of the README's test kit snippet: each entry expires on its thread.
+final class ExpiringCache: Sendable {
+    let thread: LongThread
+    let lifetime: Duration
+    private let entries = Mutex<[String: String]>([:])
+
+    init(thread: LongThread, lifetime: Duration) {
+        self.thread = thread
+        self.lifetime = lifetime
+    }
+
+    func put(_ key: String, _ value: String) throws {
+        entries.withLock { $0[key] = value }
+        try thread.perform(after: lifetime) { self.entries.withLock { _ = $0.removeValue(forKey: key) } }
+    }
+
+    subscript(key: String) -> String? { entries.withLock { $0[key] } }
+}
+
+// README: testKit
+@Test func entriesExpireAfterAnHour() throws {
+    let test = try TestThread(name: "cache")                  // a real LongThread, on virtual time
+    let cache = ExpiringCache(thread: test.thread, lifetime: .seconds(3600))
+    try cache.put("key", "value")                             // expires with perform(after:)
+    try test.advance(by: .seconds(3600))                      // the hour passes in milliseconds
+    #expect(cache["key"] == nil)
 }
 // README: end
 

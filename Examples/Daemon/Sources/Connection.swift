@@ -14,15 +14,16 @@ final class Connection: @unchecked Sendable {
     var outstanding = 0
     /// Still reading requests: false after the client's end of stream, at shutdown, or once cut.
     var reading = true
-    /// The last time the client sent a request or took some of its replies.
+    /// The last time the client sent a request or took some of its replies (daemon.io's clock).
     var lastActivity: ContinuousClock.Instant
     /// The connection's one source: readable while it reads, writable while replies wait.
     var source: DescriptorSource?
 
-    init(fd: Int32, allowsStall: Bool) {
+    /// `now`: on daemon.io's clock (`LongThread.now`), which the idle timer follows.
+    init(fd: Int32, allowsStall: Bool, now: ContinuousClock.Instant) {
         self.fd = fd
         lines = LineSplitter(allowsStall: allowsStall)
-        lastActivity = .now
+        lastActivity = now
     }
 
     /// Waiting for nothing from the daemon and doing nothing itself since `lastActivity`.

@@ -63,15 +63,18 @@ final class SocketServer: Service, @unchecked Sendable {
     private var deadlineTimer: LongThreadTimer?
 
     /// Binds and listens on the calling thread (so errors reach the caller before anything runs),
-    /// then watches the listener on `daemon.io`.
-    init(path: String, journal: Journal, limits: ClientLimits, options: LongThread.Options = .init(), logger: Logger) throws {
+    /// then watches the listener on `daemon.io`: `io` when given (a test's thread, on virtual
+    /// time: the idle timeout reads `io.now`), else a thread made with `options`.
+    init(path: String, journal: Journal, limits: ClientLimits, options: LongThread.Options = .init(), io: LongThread? = nil,
+         logger: Logger) throws {
         self.path = path
         self.journal = journal
         self.limits = limits
         self.logger = logger
         listener = try Self.listen(on: path)
         do {
-            io = try LongThread(name: "daemon.io", options: options)
+            self.io = try io ?? LongThread(name: "daemon.io", options: options)
+            let io = self.io
             try io.sync { [self] in
                 listenSource = try io.watch(listener, for: .readable) { [self] _ in acceptReady() }
             }
@@ -174,7 +177,7 @@ final class SocketServer: Service, @unchecked Sendable {
     }
 
     private func serve(_ fd: Int32) {
-        let connection = Connection(fd: fd, allowsStall: journal.allowsStall)
+        let connection = Connection(fd: fd, allowsStall: journal.allowsStall, now: io.now)
         connections[fd] = connection
         do {
             connection.source = try io.watch(fd, for: .readable) { [self] events in ready(connection, events) }
@@ -260,7 +263,7 @@ final class SocketServer: Service, @unchecked Sendable {
             closeIfDone(connection)
             return
         }
-        connection.lastActivity = .now
+        connection.lastActivity = io.now
         let batch = connection.lines.feed(buffer[0..<n])
         if batch.isEmpty { return }
         connection.outstanding += 1
@@ -317,7 +320,7 @@ final class SocketServer: Service, @unchecked Sendable {
                 return
             }
             queuedBytes -= n
-            connection.lastActivity = .now
+            connection.lastActivity = io.now
         }
         updateEvents(connection)
         closeIfDone(connection)
@@ -391,7 +394,7 @@ final class SocketServer: Service, @unchecked Sendable {
     private func scheduleIdleCheck() {
         guard let timeout = limits.idleTimeout, accepting, idleTimer == nil,
               let idlest = connections.values.lazy.map(\.lastActivity).min() else { return }
-        let delay = max(idlest + timeout - .now, .zero)
+        let delay = max(idlest + timeout - io.now, .zero)
         idleTimer = try? io.perform(after: delay) { [self] in
             idleTimer = nil
             closeIdleClients(timeout: timeout)
@@ -400,7 +403,7 @@ final class SocketServer: Service, @unchecked Sendable {
     }
 
     private func closeIdleClients(timeout: Duration) {
-        let now = ContinuousClock.now
+        let now = io.now
         for connection in Array(connections.values) where now - connection.lastActivity >= timeout {
             if connection.isWaitingForReplies {
                 connection.lastActivity = now // the daemon owes it replies: it is not idle

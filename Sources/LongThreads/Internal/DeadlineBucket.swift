@@ -104,6 +104,7 @@ extension ThreadCore {
     /// Any thread: queues `item` for `deadline` in `modes`; returns the bucket it waits in.
     @discardableResult
     func enqueue(_ item: any WaitingWork, at deadline: ContinuousClock.Instant, modes: [RunLoop.Mode]) throws(LongThreadError) -> DeadlineBucket {
+        if let harness = options.harness, let refusal = harness.takeRefusal() { throw refusal }
         let key = DeadlineKey(deadline: deadline, modes: modes.map(\.rawValue))
         let (bucket, newTimer) = try shared.withLock { (state: inout SharedState) throws(LongThreadError) -> (DeadlineBucket, LongThreadTimer?) in
             guard state.lifecycle.acceptsWork, state.engine != nil else { throw LongThreadError.stopped }
@@ -122,7 +123,7 @@ extension ThreadCore {
         }
         guard let newTimer else { return bucket }
         do throws(LongThreadError) {
-            try schedule(newTimer, after: ContinuousClock.now.duration(to: deadline), modes: modes)
+            try schedule(newTimer, after: clockNow.duration(to: deadline), modes: modes)
         } catch {
             // A stop began since: the bucket's work (this item's included) is discarded.
             bucket.discard()

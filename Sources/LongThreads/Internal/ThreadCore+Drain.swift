@@ -49,6 +49,10 @@ extension ThreadCore {
                 return false
             }
             if loop.batch.entries[index].modes & pass.eligible != 0 {
+                if hints & Hints.harnessed != 0, !passGate(at: index) {
+                    pass.end = .discarding
+                    return false
+                }
                 runEntry(at: index, hints: hints, &pass)
                 pass.ran += 1
             }

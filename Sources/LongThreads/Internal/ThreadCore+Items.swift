@@ -17,7 +17,8 @@ extension ThreadCore {
     /// deadline already passed, kept as such: timers fire in deadline order, and one whose deadline
     /// passed longer ago goes first (`perform(at:)` with past instants, as NIO and Android order them).
     func schedule(_ timer: LongThreadTimer, after delay: Duration, modes: [RunLoop.Mode]) throws(LongThreadError) {
-        let deadline = Self.monotonicDeadline(after: delay)
+        if let harness = options.harness, let refusal = harness.takeRefusal() { throw refusal }
+        let deadline = Self.monotonicDeadline(after: delay, now: clockNanoseconds)
         try withLockWaking { (state: inout SharedState, wake: inout Wake) throws(LongThreadError) in
             guard state.lifecycle.acceptsWork, let engine = state.engine else { throw LongThreadError.stopped }
             let mask = try state.mask(for: modes)
@@ -26,7 +27,7 @@ extension ThreadCore {
             guard !timer.isCancelled else { return }
             state.timers[ObjectIdentifier(timer)] = timer
             state.timerSchedule.insert(timer, deadline: deadline, modes: mask)
-            Self.armTimers(engine, state: &state)
+            armTimers(engine, state: &state)
             // A park ends at the thread's next deadline, as it was before this one (`parkLength`).
             wake.endingPark(&state)
         }
@@ -34,8 +35,7 @@ extension ThreadCore {
 
     /// Monotonic nanoseconds (`CLongThreadsShims_monotonicNanoseconds`) `delay` from now, earlier
     /// than now for a negative delay (never below 0).
-    static func monotonicDeadline(after delay: Duration) -> UInt64 {
-        let now = CLongThreadsShims_monotonicNanoseconds()
+    static func monotonicDeadline(after delay: Duration, now: UInt64) -> UInt64 {
         guard delay < .zero else { return now &+ UInt64(delay.clampedNanoseconds) }
         let past = UInt64((.zero - delay).clampedNanoseconds)
         return now > past ? now - past : 0
@@ -43,10 +43,11 @@ extension ThreadCore {
 
     /// Under the lock: arms the engine's CF timer for the earliest pending deadline, unless it is
     /// armed for that or earlier already (a cancel leaves it armed: it fires once for nothing).
-    private static func armTimers(_ engine: RunLoopEngine?, state: inout SharedState) {
+    /// On a virtual clock the CF timer is made but never armed: `VirtualClock.advance` runs the timers.
+    private func armTimers(_ engine: RunLoopEngine?, state: inout SharedState) {
         guard let engine, let next = state.timerSchedule.earliestDeadline, next < state.timerSchedule.armedFor else { return }
         state.timerSchedule.armedFor = next
-        engine.armTimers(for: next)
+        engine.armTimers(for: virtualClock == nil ? next : .max)
     }
 
     /// Loop thread: the timer source fired. Runs, in the order they fell due, each due timer that may
@@ -54,14 +55,18 @@ extension ThreadCore {
     /// First arms the CF timer for the next deadline still pending.
     func engineServiceTimers() {
         let eligible = currentEligibility()
+        let harness = options.harness
+        let request = harness?.timersServiceBegins()
+        defer { if let harness, let request { harness.timersServiced(request) } }
+        let now = clockNanoseconds
         // Timers scheduled from here on (a zero delay included) wait for the next pass.
         shared.withLock { state in
-            state.timerSchedule.moveDue(upTo: CLongThreadsShims_monotonicNanoseconds())
+            state.timerSchedule.moveDue(upTo: now)
             // The CF timer fired, or will fire for a deadline now taken: either way it is spent.
             // Armed again before any timer runs: one whose work runs the loop nested must not
             // hold back the next deadline.
             state.timerSchedule.armedFor = .max
-            Self.armTimers(state.engine, state: &state)
+            armTimers(state.engine, state: &state)
         }
         // One at a time: a timer's work may run the loop nested, and that run takes due timers too.
         while let entry = shared.withLock({ $0.timerSchedule.takeDue(eligibleIn: eligible) }) {
@@ -74,7 +79,7 @@ extension ThreadCore {
     /// times missed while its callback or other work ran are skipped, not bunched).
     private func reschedule(_ entry: TimerSchedule.Entry, every interval: Duration) {
         let step = UInt64(max(interval.clampedNanoseconds, 1))
-        let now = CLongThreadsShims_monotonicNanoseconds()
+        let now = clockNanoseconds
         let missed = now >= entry.deadline ? (now - entry.deadline) / step + 1 : 1
         let next = entry.deadline &+ missed &* step
         shared.withLock { state in
@@ -82,7 +87,7 @@ extension ThreadCore {
             // `timers` already; one after it waits for the lock and takes the timer out again.
             guard !entry.timer.isCancelled, state.timers[ObjectIdentifier(entry.timer)] != nil else { return }
             state.timerSchedule.insert(entry.timer, deadline: next, modes: entry.modes)
-            Self.armTimers(state.engine, state: &state)
+            armTimers(state.engine, state: &state)
         }
     }
 

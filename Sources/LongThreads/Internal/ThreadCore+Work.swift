@@ -17,7 +17,7 @@ extension ThreadCore: RunLoopEngineDelegate {
     @inline(__always) @discardableResult
     func enqueue(_ item: @autoclosure () -> WorkItem, modes: [RunLoop.Mode]?, atFront: Bool = false) throws(LongThreadError) -> Bool {
         // Posts are timed only for someone who listens: the hot path reads no clock otherwise.
-        let postedAt = hints.load(ordering: .relaxed) & Hints.stampsPosts != 0 ? CLongThreadsShims_monotonicNanoseconds() : 0
+        let postedAt = hints.load(ordering: .relaxed) & Hints.stampsPosts != 0 ? try stampPost() : 0
         return try withLockWaking { (state: inout SharedState, wake: inout Wake) throws(LongThreadError) -> Bool in
             guard state.lifecycle.acceptsWork else { throw LongThreadError.stopped }
             let draining = state.queue.consumerActive

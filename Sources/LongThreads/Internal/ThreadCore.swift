@@ -146,13 +146,15 @@ final class ThreadCore: @unchecked Sendable {
             countsWakeUps: owner != nil || instrumented,
             backpressure: options.queueLimit.map(Backpressure.init)
         ))
-        self.hints = Atomic(instrumented ? Hints.instrumented : 0)
+        self.hints = Atomic((instrumented ? Hints.instrumented : 0) | (options.harness == nil ? 0 : Hints.harnessed))
+        options.harness?.attach(self)
     }
 
     // MARK: - Start
 
     /// Creates the pthread and returns once its run loop is ready to run. Creator's thread.
     func start() throws(LongThreadError) {
+        if let failure = options.harness?.startFailure { throw failure }
         do throws(LongThreadError) {
             try ProcessSetUp.ensureDone()
         } catch {
@@ -336,8 +338,11 @@ enum Hints {
     /// loop learns how late its caller came back (`ThreadCore.linger`). Set and cleared by the
     /// loop thread.
     static let stampsNextPost: UInt8 = 1 << 4
+    /// The thread belongs to LongThreadsTestKit (constant): its drain waits at the harness's gate
+    /// before each item, and its posts go the stamped way, where a refusal asked for is thrown.
+    static let harnessed: UInt8 = 1 << 5
     /// A post reads the clock when any of these is set.
-    static let stampsPosts: UInt8 = timesPosts | stampsNextPost
+    static let stampsPosts: UInt8 = timesPosts | stampsNextPost | harnessed
 }
 
 extension ThreadCore {

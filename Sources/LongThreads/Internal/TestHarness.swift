@@ -1,0 +1,285 @@
+import CLongThreadsShims
+import Foundation
+
+/// What LongThreadsTestKit attaches to one thread (`LongThread.Options.harness`): its virtual
+/// clock, the gate that pauses its queue between items, and the faults a test asks for.
+///
+/// A thread without a harness never reads any of this: its drain tests one hint bit per item
+/// (`Hints.harnessed`), in a register already loaded, and its posts test the same word they test
+/// for timing.
+/// - Threading: every member is callable from any thread; the stepping calls not from the thread
+///   itself (they wait for it).
+@_spi(TestKit)
+public final class TestHarness: @unchecked Sendable {
+    /// A thread did not settle (reach its gate, or go idle) within `settleTimeout` of real time.
+    public struct SettleError: Error, CustomStringConvertible {
+        /// The thread's name.
+        public let thread: String?
+        /// What the harness waited for.
+        public let waitingFor: String
+        public var description: String {
+            "LongThreadsTestKit: thread \(thread ?? "nil") did not settle while waiting for \(waitingFor)"
+        }
+    }
+
+    private struct State {
+        var paused: Bool
+        var permits = 0
+        /// The loop thread waits at the gate; `batchLabels` are the labels of the batch's entries
+        /// from the one it waits before.
+        var atGate = false
+        var batchLabels: [String?] = []
+        /// Items that passed the gate.
+        var passed: UInt64 = 0
+        var lastPassedLabel: String?
+        /// Timer services asked for by `advance`, and the last one a service began after.
+        var timersRequested: UInt64 = 0
+        var timersServiced: UInt64 = 0
+        var refusal: LongThreadError?
+        var stopAfter: (label: String, pending: LongThread.PendingWork)?
+    }
+
+    /// The clock the thread's time follows.
+    public let clock: VirtualClock
+    /// How long (real time) a stepping call waits for the thread before it throws `SettleError`.
+    public let settleTimeout: Duration
+    /// What `LongThread.init` throws instead of starting the thread.
+    public let startFailure: LongThreadError?
+    private let condition = NSCondition()
+    private var state: State
+    private weak var core: ThreadCore?
+
+    public init(clock: VirtualClock, paused: Bool, settleTimeout: Duration = .seconds(10), startFailure: LongThreadError? = nil) {
+        self.clock = clock
+        self.settleTimeout = settleTimeout
+        self.startFailure = startFailure
+        self.state = State(paused: paused)
+    }
+
+    /// `ThreadCore.init`: the thread this harness is attached to.
+    func attach(_ core: ThreadCore) {
+        precondition(self.core == nil, "LongThreadsTestKit: a TestHarness serves one thread")
+        self.core = core
+        clock.register(self)
+    }
+
+    private func locked<T>(_ body: (inout State) -> T) -> T {
+        condition.lock()
+        defer { condition.unlock() }
+        return body(&state)
+    }
+
+    // MARK: - Faults
+
+    /// The next post to the thread throws `error` instead of queuing its work.
+    public func refuseNextPost(with error: LongThreadError) {
+        locked { $0.refusal = error }
+    }
+
+    /// Posting thread: the refusal asked for, if any, taken.
+    func takeRefusal() -> LongThreadError? {
+        locked { state in
+            defer { state.refusal = nil }
+            return state.refusal
+        }
+    }
+
+    /// Once the item labelled `label` has run, a stop with `pending` begins before the thread's
+    /// next item.
+    public func stop(afterItemLabeled label: String, pending: LongThread.PendingWork) {
+        locked { $0.stopAfter = (label, pending) }
+    }
+
+    // MARK: - The gate (loop thread)
+
+    /// Loop thread, before the drain runs an entry (`labels`: the batch's untaken entries from it
+    /// on). Waits while the thread is paused without a permit, servicing timers `advance` asks
+    /// for meanwhile; a stop opens the gate. Begins the stop asked for after the previous item.
+    func gate(_ core: ThreadCore, labels: @autoclosure () -> [String?]) {
+        if let stop = locked({ state -> LongThread.PendingWork? in
+            guard let stop = state.stopAfter, state.passed > 0, state.lastPassedLabel == stop.label else { return nil }
+            state.stopAfter = nil
+            return stop.pending
+        }) {
+            core.requestStop(stop)
+        }
+        let labels = labels()
+        condition.lock()
+        state.atGate = true
+        state.batchLabels = labels
+        condition.broadcast()
+        while true {
+            if state.timersRequested > state.timersServiced {
+                condition.unlock()
+                core.engineServiceTimers()
+                condition.lock()
+                continue
+            }
+            if !state.paused || state.permits > 0 { break }
+            condition.unlock()
+            let stopping = core.shared.withLock { $0.lifecycle.isStopping }
+            condition.lock()
+            if stopping { break }
+            // Timed: a stop begun on another thread does not signal the gate.
+            _ = condition.wait(until: Date(timeIntervalSinceNow: 0.002))
+        }
+        if state.permits > 0 { state.permits -= 1 }
+        state.atGate = false
+        state.batchLabels = []
+        state.passed += 1
+        state.lastPassedLabel = labels.first ?? nil
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Loop thread, as `engineServiceTimers` begins: the requests it answers.
+    func timersServiceBegins() -> UInt64 {
+        locked { $0.timersRequested }
+    }
+
+    /// Loop thread, as `engineServiceTimers` ends.
+    func timersServiced(_ generation: UInt64) {
+        locked { state in
+            if generation > state.timersServiced { state.timersServiced = generation }
+        }
+        condition.broadcast()
+    }
+
+    // MARK: - Stepping (the test's thread)
+
+    /// Whether the thread's queue waits for the test (`runOne`, `runUntilIdle`) between items.
+    public var isPaused: Bool {
+        get { locked { $0.paused } }
+        set {
+            locked { $0.paused = newValue }
+            condition.broadcast()
+        }
+    }
+
+    /// The earliest deadline of the thread's timers and deadline work, if any.
+    public var nextDeadline: ContinuousClock.Instant? { nextTimerDeadline.map(clock.instant(at:)) }
+
+    /// The earliest deadline of the thread's timers not yet due, on the clock.
+    var nextTimerDeadline: UInt64? {
+        core?.shared.withLock { $0.timerSchedule.earliestDeadline } ?? nil
+    }
+
+    /// Has the thread run its timers due at the clock's now, and waits until it did.
+    func serviceTimers() throws(SettleError) {
+        guard let core else { return }
+        let generation = locked { state in
+            state.timersRequested += 1
+            return state.timersRequested
+        }
+        condition.broadcast() // a gate waiting services them itself
+        // Signalled, then woken: a signal alone leaves a sleeping loop asleep (`addCommonMode`).
+        guard let engine = core.shared.withLock({ state -> RunLoopEngine? in
+            state.engine?.signalTimers()
+            return state.engine
+        }) else { return }
+        engine.wake()
+        try waitUntil("its due timers to run") { state in
+            state.timersServiced >= generation || core.shared.withLock { $0.engine == nil }
+        }
+    }
+
+    /// Runs one item of a paused thread's queue and returns once it ran (and the thread waits at
+    /// its gate again, or is idle); false when nothing waits.
+    public func runOne() throws(SettleError) -> Bool {
+        try settle()
+        let target = locked { state -> UInt64? in
+            guard state.atGate else { return nil }
+            state.permits += 1
+            return state.passed + 1
+        }
+        guard let target else { return false }
+        condition.broadcast()
+        try waitUntil("one item to run") { $0.passed >= target }
+        try settle()
+        return true
+    }
+
+    /// Runs the thread's queue until it is empty and the thread idle, work posted meanwhile
+    /// included (by its own items, say), then pauses it again if it was paused.
+    public func runUntilIdle() throws(SettleError) {
+        guard let core else { return }
+        let wasPaused = locked { state in
+            defer { state.paused = false }
+            return state.paused
+        }
+        condition.broadcast()
+        defer { isPaused = wasPaused }
+        try waitUntil("its queue to empty") { state in
+            !state.atGate && core.shared.withLock { Self.isIdle($0) }
+        }
+    }
+
+    /// After `VirtualClock.advance` reached a deadline: a running thread runs until idle; a paused
+    /// one keeps its queue for the test, and settles.
+    func settleAfterAdvance() throws(SettleError) {
+        if isPaused { try settle() } else { try runUntilIdle() }
+    }
+
+    /// The labels of the work waiting in the thread's queue, in the order it runs (nil: unlabelled).
+    /// Settles first (see `settle`). Work for a deadline waits on the clock, not here.
+    public func pendingLabels() throws(SettleError) -> [String?] {
+        try settle()
+        guard let core else { return [] }
+        return locked { state in
+            state.batchLabels + core.shared.withLock { shared in shared.queue.labels }
+        }
+    }
+
+    /// Waits until the thread waits at its gate or is idle, so that what is pending can be read.
+    private func settle() throws(SettleError) {
+        guard let core else { return }
+        try waitUntil("its loop to settle") { state in
+            state.atGate || core.shared.withLock { Self.isIdle($0) }
+        }
+    }
+
+    /// Whether the loop has nothing queued and is not draining (or has exited).
+    private static func isIdle(_ state: ThreadCore.SharedState) -> Bool {
+        state.engine == nil || (state.queue.isEmpty && !state.queue.consumerActive)
+    }
+
+    /// Waits, polling every 200 µs, until `condition` holds; throws after `settleTimeout`.
+    private func waitUntil(_ what: String, _ test: (State) -> Bool) throws(SettleError) {
+        let deadline = ContinuousClock.now + settleTimeout
+        condition.lock()
+        defer { condition.unlock() }
+        while !test(state) {
+            if ContinuousClock.now >= deadline { throw SettleError(thread: core?.name, waitingFor: what) }
+            _ = condition.wait(until: Date(timeIntervalSinceNow: 0.0002))
+        }
+    }
+}
+
+extension WorkQueue {
+    /// The labels of the entries, in the order they run (urgent ones first).
+    var labels: [String?] { urgent.reversed().map(\.item.label) + entries.map(\.item.label) }
+}
+
+extension ThreadCore {
+    /// Loop thread, a harnessed thread's drain, before it runs the batch entry at `index`: waits at
+    /// the harness's gate. Returns false when a discarding stop began meanwhile.
+    @inline(never)
+    func passGate(at index: Int) -> Bool {
+        guard let harness = options.harness else { return true }
+        harness.gate(self, labels: loop.batch.entries[index...].filter { !$0.isTaken }.map(\.item.label))
+        return !discardRequested
+    }
+}
+
+extension ThreadCore {
+    /// Posting thread, a post that reads the clock (`Hints.stampsPosts`): throws the refusal a
+    /// harnessed thread was asked for, or returns the post's time. Out of line: the unstamped
+    /// post stays as it was.
+    @inline(never)
+    func stampPost() throws(LongThreadError) -> UInt64 {
+        if hints.load(ordering: .relaxed) & Hints.harnessed != 0, let refusal = options.harness?.takeRefusal() {
+            throw refusal
+        }
+        return CLongThreadsShims_monotonicNanoseconds()
+    }
+}
