@@ -126,17 +126,32 @@ enum RunnableThreads {
 
     /// Opened and closed each time: a descriptor held for the process's life would show in every
     /// descriptor census (and one sample every few milliseconds makes the open cheap enough).
+    /// Read into the stack and parsed by hand: a sample is taken at most every few ms, but a
+    /// new thread's first wait may take one, so it stays within its life's cost.
     private static func read() -> Int {
         let fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return -1 }
         defer { close(fd) }
-        var text = [UInt8](repeating: 0, count: 128)
-        let length = text.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-        guard length > 0 else { return -1 }
-        // The fourth field's "running" part: after three spaces, up to the slash.
-        let fields = text[..<length].split(separator: UInt8(ascii: " "), omittingEmptySubsequences: false)
-        guard fields.count > 3 else { return -1 }
-        let running = fields[3].prefix { $0 != UInt8(ascii: "/") }
-        return Int(String(decoding: running, as: UTF8.self)) ?? -1
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 128) { text in
+            let length = Glibc.read(fd, text.baseAddress, text.count)
+            guard length > 0 else { return -1 }
+            return runningField(UnsafeBufferPointer(rebasing: text[..<length]))
+        }
+    }
+
+    /// The fourth field's "running" part: the digits after the third space, up to the slash.
+    private static func runningField(_ text: UnsafeBufferPointer<UInt8>) -> Int {
+        var spaces = 0
+        var index = 0
+        while index < text.count, spaces < 3 {
+            if text[index] == UInt8(ascii: " ") { spaces += 1 }
+            index += 1
+        }
+        var value = -1
+        while index < text.count, text[index] >= UInt8(ascii: "0"), text[index] <= UInt8(ascii: "9") {
+            value = max(value, 0) * 10 + Int(text[index] - UInt8(ascii: "0"))
+            index += 1
+        }
+        return spaces == 3 ? value : -1
     }
 }
