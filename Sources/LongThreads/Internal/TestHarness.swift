@@ -172,12 +172,14 @@ public final class TestHarness: @unchecked Sendable {
             return state.timersRequested
         }
         condition.broadcast() // a gate waiting services them itself
-        // Signalled, then woken: a signal alone leaves a sleeping loop asleep (`addCommonMode`).
-        guard let engine = core.shared.withLock({ state -> RunLoopEngine? in
-            state.engine?.signalTimers()
-            return state.engine
-        }) else { return }
-        engine.wake()
+        // Signalled, then woken (out of a park too): a signal alone leaves a sleeping loop asleep.
+        let running = core.withLockWaking { (state: inout ThreadCore.SharedState, wake: inout Wake) -> Bool in
+            guard let engine = state.engine else { return false }
+            engine.signalTimers()
+            wake.forPass(&state)
+            return true
+        }
+        guard running else { return }
         try waitUntil("its due timers to run") { state in
             state.timersServiced >= generation || core.shared.withLock { $0.engine == nil }
         }
