@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-targets=(LongThreads LongThreadsServiceLifecycle LongThreadsLogging LongThreadsMetrics LongThreadsTracing)
+targets=(LongThreads LongThreadsServiceLifecycle LongThreadsLogging LongThreadsMetrics LongThreadsTracing LongThreadsTestKit)
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
 status=0

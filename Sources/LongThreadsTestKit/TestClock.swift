@@ -3,9 +3,9 @@
 /// Virtual time for the ``TestThread``s made with it: it stands still until the test advances it.
 ///
 /// Every time-based feature of a test thread follows this clock instead of the real one:
-/// ``LongThreads/LongThread/perform(after:modes:label:group:_:)`` and `run(after:)`,
-/// ``LongThreads/LongThread/perform(at:modes:label:group:_:)`` and `run(at:)`, repeating timers
-/// (``LongThreads/LongThread/schedule(every:tolerance:modes:_:)``), and the timeouts of
+/// `LongThread.perform(after:modes:label:group:_:)` and `run(after:)`,
+/// `LongThread.perform(at:modes:label:group:_:)` and `run(at:)`, repeating timers
+/// (`LongThread.schedule(every:tolerance:modes:_:)`), and the timeouts of
 /// `sync(timeout:)` and `perform(waitUntilDone:timeout:)`. ``advance(by:)`` moves the clock,
 /// firing what falls due in deadline order, so a 30-second timeout is tested in milliseconds.
 ///
@@ -42,7 +42,7 @@ public final class TestClock: Sendable {
     /// The clock stops at each deadline on the way, earliest first: the thread whose timers or
     /// deadline work fall due runs them, on that thread, in their usual order (equal deadlines in
     /// the order scheduled); a caller whose `sync(timeout:)` or `perform(waitUntilDone:timeout:)`
-    /// times out then is released with ``LongThreads/LongThreadError/timedOut``; then every running
+    /// times out then is released with `LongThreadError.timedOut`; then every running
     /// thread of the clock runs its queue until idle, before the next deadline. Work that falls
     /// due on the way and schedules more work inside the interval (a repeating timer, a retry)
     /// runs too. At the end the clock reads `now + duration`, and every running thread is idle.

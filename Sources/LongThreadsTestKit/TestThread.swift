@@ -1,6 +1,6 @@
 @_spi(TestKit) import LongThreads
 
-/// A real ``LongThreads/LongThread`` on virtual time, whose queue a test may step, and which
+/// A real `LongThread` on virtual time, whose queue a test may step, and which
 /// fails on demand.
 ///
 /// ``thread`` is an ordinary `LongThread`: hand it to the code under test. It keeps the whole
@@ -43,12 +43,12 @@ public final class TestThread: Sendable {
     ///   - paused: Whether the test steps its queue (``runOne()``, ``runUntilIdle()``) from the start.
     ///   - options: The thread's options (`setUp`, `tearDown`, `queueLimit`, an instrument...).
     ///     A `setUp` that throws makes this initializer throw
-    ///     ``LongThreads/LongThreadError/setUpFailed(_:)``, as `LongThread.init` does.
+    ///     `LongThreadError.setUpFailed(_:)`, as `LongThread.init` does.
     ///   - settleTimeout: How long, in real time, a stepping call waits for the thread before it
     ///     throws ``TestThreadError/stillBusy(thread:waitingFor:)``.
     ///   - startFailure: When given, the thread does not start: this initializer throws it, as
-    ///     `LongThread.init` would (``LongThreads/LongThreadError/cannotStart(errno:)`` for a
-    ///     refused pthread, say, or ``LongThreads/LongThreadError/outOfResources(errno:)``).
+    ///     `LongThread.init` would (`LongThreadError.cannotStart(errno:)` for a
+    ///     refused pthread, say, or `LongThreadError.outOfResources(errno:)`).
     /// - Throws: what `LongThread.init` throws, or `startFailure`.
     /// - Callable from: any thread.
     public init(
@@ -137,8 +137,8 @@ public final class TestThread: Sendable {
 
     /// The next post to the thread (any spelling that queues work or schedules it for later)
     /// throws `error` instead of accepting its work; later posts are accepted again. Use
-    /// ``LongThreads/LongThreadError/queueFull`` to test a producer's backpressure path, and
-    /// ``LongThreads/LongThreadError/stopped`` to test its path for a thread that went away.
+    /// `LongThreadError.queueFull` to test a producer's backpressure path, and
+    /// `LongThreadError.stopped` to test its path for a thread that went away.
     /// Swift concurrency jobs (an actor on the thread) are never refused, as on a real thread.
     /// - Callable from: any thread.
     public func refuseNextPost(with error: LongThreadError) {
@@ -147,8 +147,8 @@ public final class TestThread: Sendable {
 
     /// Once the queued item labelled `label` has run, a stop with `pending` begins before the
     /// thread's next queued item: a stop arriving between two given items. With
-    /// ``LongThreads/LongThread/PendingWork/discard`` the items after it never run and their
-    /// waiters get ``LongThreads/LongThreadError/discarded``.
+    /// `LongThread.PendingWork.discard` the items after it never run and their
+    /// waiters get `LongThreadError.discarded`.
     /// - Callable from: any thread.
     public func stop(afterItemLabeled label: String, pending: LongThread.PendingWork) {
         harness.stop(afterItemLabeled: label, pending: pending)
