@@ -58,11 +58,17 @@ extension LongThread: SerialExecutor, TaskExecutor {
         core.asUnownedSerialExecutor()
     }
 
-    /// The executor `withTaskExecutorPreference(_:)` uses: the same one as
-    /// ``asUnownedSerialExecutor()``.
+    /// The executor `withTaskExecutorPreference(_:)`, `Task(executorPreference:)` and
+    /// `addTask(executorPreference:)` use: this handle itself, whose ``enqueue(_:)`` queues on the
+    /// thread.
+    ///
+    /// It must name this handle, not the thread's internal state: a task created with an executor
+    /// preference retains the executor it is given and, when it completes, releases the object
+    /// this value names. Such a task thus keeps the thread alive until it completes, even if its
+    /// creator dropped every other reference.
     /// - Callable from: any thread.
     public func asUnownedTaskExecutor() -> UnownedTaskExecutor {
-        core.asUnownedTaskExecutor()
+        UnownedTaskExecutor(ordinary: self)
     }
 
     /// Whether the caller runs isolated to this executor: ``isCurrent``.

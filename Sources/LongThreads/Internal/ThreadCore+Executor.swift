@@ -4,6 +4,11 @@
 /// wraps the core): the core lives as long as the pthread and is what a queued job can point at
 /// without a reference count, whereas the handle may die on the thread while jobs still wait (its
 /// `deinit` then drains them), and reaching it from the core is a weak load.
+///
+/// The task executor a *user* prefers is the handle (`LongThread.asUnownedTaskExecutor()`), not the
+/// core: `Task(executorPreference:)` retains the executor value it is given (the handle) and
+/// releases the identity of its unowned form when the task completes, so the two must be one
+/// object. The core's own task executor below is only what a job runs with (`runJob`).
 extension ThreadCore: SerialExecutor, TaskExecutor {
     /// Any thread. Queues `job` as a source0 item in the default mode, FIFO with `perform` work;
     /// once a stop has begun, hands it to the thread's successor instead (see `OrphanedJobs`).
