@@ -134,7 +134,7 @@ enum KernelWaitReader {
 
     /// A small `/proc` file, whole, without its trailing newline.
     private static func read(_ path: String) -> String? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        let fd = DescriptorHeadroom.openBriefly(path)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
         var bytes = [UInt8](repeating: 0, count: 512)

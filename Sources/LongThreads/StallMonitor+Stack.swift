@@ -97,7 +97,8 @@ enum StackSampler {
     static func symbolicate(_ addresses: [UInt]) -> [StallMonitor.Frame] {
         let cached = names.withLock { cache in addresses.map { cache[$0] } }
         let unknown = addresses.indices.filter { cached[$0] == nil }.map { (index: $0, address: addresses[$0]) }
-        if !unknown.isEmpty { name(unknown) }
+        // It reads /proc/self/maps and the images' files: opened under the headroom's lock.
+        if !unknown.isEmpty { DescriptorHeadroom.excludingCF { name(unknown) } }
         var frames = names.withLock { cache in addresses.flatMap { cache[$0] ?? [] } }
         // Under a sanitizer the handler runs later, from the sanitizer's own frames, which
         // backtrace(3) then reports above the interrupted code: drop them, keep the first frame.

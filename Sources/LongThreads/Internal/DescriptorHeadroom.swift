@@ -21,8 +21,9 @@ import Glibc
 /// window further.
 ///
 /// A descriptor of the library's own that a thread takes while others may be making loops (the
-/// wake-up port of `RunLoopEngine.installWakePort`) is taken under the same lock, through the
-/// same probe, for the same reason.
+/// wake-up port of `RunLoopEngine.installWakePort`, a descriptor source's epoll set, and the
+/// `/proc` files the wait policy and the stall monitor read and the images a stall report is
+/// symbolicated from, `excludingCF`) is taken under the same lock, for the same reason.
 enum DescriptorHeadroom {
     /// What CF takes to make a thread's run loop with its default mode.
     static let runLoop = 3
@@ -51,6 +52,20 @@ enum DescriptorHeadroom {
             }
             return try body()
         }
+    }
+
+    /// Runs `body`, which opens descriptors of its own and closes them again (the `/proc` files the
+    /// wait policy and the stall monitor read, the images a stall report's symbols come from),
+    /// under the lock: opened outside it, one could take a slot a probe had just found free for CF
+    /// on another thread, and CF halts the process. No probe: out of descriptors, `body`'s own
+    /// opens fail, and it copes. It holds up the library's thread starts while it runs: keep it short.
+    static func excludingCF<Result>(_ body: () -> Result) -> Result {
+        lock.withLock { _ in body() }
+    }
+
+    /// Opens `path` read-only for a brief read, under the lock (`excludingCF`); -1 when it cannot.
+    static func openBriefly(_ path: String) -> Int32 {
+        excludingCF { open(path, O_RDONLY | O_CLOEXEC) }
     }
 
     /// Takes `count` descriptors and gives them back; the errno of the first refusal, if any.

@@ -129,7 +129,7 @@ enum RunnableThreads {
     /// Read into the stack and parsed by hand: a sample is taken at most every few ms, but a
     /// new thread's first wait may take one, so it stays within its life's cost.
     private static func read() -> Int {
-        let fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC)
+        let fd = DescriptorHeadroom.openBriefly("/proc/loadavg")
         guard fd >= 0 else { return -1 }
         defer { close(fd) }
         return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 128) { text in
