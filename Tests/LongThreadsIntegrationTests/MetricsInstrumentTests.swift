@@ -14,7 +14,7 @@ struct MetricsInstrumentTests {
         // A loop that never slept has no wake-up to count (seen on a busy CI machine: the posts
         // came before its first sleep): let it fall asleep, so the posts below wake it.
         let tid = try thread.kernelThreadID()
-        #expect(await eventually { threadIsSleeping(tid) })
+        #expect(await eventually { loopIsAsleep(tid) })
         for _ in 0..<100 { try thread.perform {} }
         _ = try await thread.run { 1 }
         await thread.stop()

@@ -67,7 +67,7 @@ struct InteropTests {
         try thread.sync {}
         // A timer that fires while the loop sleeps is one wake-up.
         let tid = try thread.kernelThreadID()
-        #expect(waitUntil { threadIsSleeping(tid) })
+        #expect(waitUntil { loopIsAsleep(tid) })
         let wakeUpsBefore = thread.statistics.wakeUps
         let fired = Latch()
         try thread.perform(after: .milliseconds(5)) { fired.countDown() }
@@ -86,7 +86,7 @@ struct InteropTests {
         let events = EventRecorder()
         let thread = try LongThread(name: "lt-instrument", options: .init(instrument: events))
         let tid = try thread.kernelThreadID()
-        #expect(waitUntil { threadIsSleeping(tid) }) // so the posts below wake it
+        #expect(waitUntil { loopIsAsleep(tid) }) // so the posts below wake it
         for _ in 0..<10 { try thread.perform {} }
         try thread.sync {}
         thread.stop()

@@ -29,7 +29,7 @@ struct KeepAliveTests {
         let thread = try LongThread(name: "lt-idle-post")
         defer { thread.stop() }
         let tid = try thread.kernelThreadID()
-        #expect(waitUntil { threadIsSleeping(tid) })
+        #expect(waitUntil { loopIsAsleep(tid) })
         let done = Latch()
         try thread.perform { done.countDown() }
         #expect(done.wait())

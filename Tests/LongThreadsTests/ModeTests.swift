@@ -135,7 +135,7 @@ struct ModeTests {
         }
         #expect(entered.wait())
         // Asleep after the task began: in its run (a stop before that run began is not its to see).
-        #expect(waitUntil { threadIsSleeping(tid) })
+        #expect(waitUntil { loopIsAsleep(tid) })
         // On another thread, so that a stop that waits for the run's 30 s fails here instead.
         let stopped = Latch()
         Thread.detachNewThread {

@@ -37,7 +37,7 @@ struct ObserverTests {
         defer { observer.cancel() }
         // Let the loop go to sleep after the registration, then wake it with one item.
         let tid = try thread.kernelThreadID()
-        #expect(waitUntil { log.events.last == "beforeWaiting" && threadIsSleeping(tid) })
+        #expect(waitUntil { log.events.last == "beforeWaiting" && loopIsAsleep(tid) })
         let settled = thread.core.hasWakePort
         let marker = log.count
         let done = Latch()

@@ -85,7 +85,7 @@ extension StallMonitoring {
             let monitorThread = try #require(ProcessCensus.threadIDs.first { ProcessCensus.name(ofThread: $0) == StallMonitor.threadName })
             // The watched loop's last pass (after the sync above) rings the monitor once; wait until
             // both sleep before measuring.
-            #expect(waitUntil { threadIsSleeping(watched) })
+            #expect(waitUntil { loopIsAsleep(watched) })
             // The monitor then wakes once more, at most one threshold later (it slept until the last
             // callout's due time), finds everyone idle and sleeps with no timeout.
             usleep(250_000)

@@ -64,7 +64,7 @@ struct TeardownTests {
         var owner: Tracked? = Tracked()
         let thread = try LongThread(name: "lt-owner", owner: owner)
         let tid = try thread.kernelThreadID()
-        #expect(waitUntil { threadIsSleeping(tid) }) // the pass that ran the sync has ended
+        #expect(waitUntil { loopIsAsleep(tid) }) // the pass that ran the sync has ended
         owner = nil
         #expect(thread.isRunning) // nothing woke the loop yet
         try thread.perform {} // wakes it: the owner check ends the loop after this item

@@ -48,7 +48,7 @@ struct WakePortTests {
         }
         #expect(inRun.wait())
         // Posted while the nested run sleeps, so it is the port that wakes it.
-        #expect(waitUntil { threadIsSleeping(tid) })
+        #expect(waitUntil { loopIsAsleep(tid) })
         try thread.perform { ran.increment() }
         #expect(done.wait())
         #expect(ran.value == 1)
@@ -89,7 +89,7 @@ struct WakePortTests {
             let thread = try LongThread(name: "lt-wakeport-stop", settleInDelay: 0)
             let tid = try thread.kernelThreadID()
             #expect(thread.core.hasWakePort)
-            #expect(waitUntil { threadIsSleeping(tid) })
+            #expect(waitUntil { loopIsAsleep(tid) })
             // On another thread, so that a stop that never ends fails the test instead of hanging it.
             let stopped = Latch()
             Thread.detachNewThread {

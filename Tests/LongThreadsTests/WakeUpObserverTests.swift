@@ -13,7 +13,7 @@ struct WakeUpObserverTests {
         let thread = try LongThread(name: "lt-owner-timer", owner: owner)
         try thread.perform(after: .milliseconds(100)) {}
         let tid = try thread.kernelThreadID()
-        #expect(waitUntil { threadIsSleeping(tid) }) // the pass that added the timer has ended
+        #expect(waitUntil { loopIsAsleep(tid) }) // the pass that added the timer has ended
         owner = nil
         // Only the timer wakes the loop now: its wake-up must check the owner.
         #expect(thread.waitUntilExit(timeout: .seconds(10)))
@@ -28,7 +28,7 @@ struct WakeUpObserverTests {
         #expect(thread.statistics.wakeUps == 0) // asks: the loop begins counting at its next drain
         try thread.sync {} // that drain
         for round in 1...3 {
-            #expect(waitUntil { threadIsSleeping(tid) })
+            #expect(waitUntil { loopIsAsleep(tid) })
             let before = thread.statistics.wakeUps
             let fired = Latch()
             try thread.perform(after: .milliseconds(5)) { fired.countDown() }
@@ -55,7 +55,7 @@ struct WakeUpObserverTests {
             _ = try? thread.runNested(in: custom, until: .now + .seconds(10)) { !fired.isOpen }
         }
         #expect(inNestedRun.wait())
-        #expect(waitUntil { threadIsSleeping(tid) }) // asleep in the nested run, in `custom`
+        #expect(waitUntil { loopIsAsleep(tid) }) // asleep in the nested run, in `custom`
         before.record(thread.statistics.wakeUps)
         try thread.perform(after: .milliseconds(5), modes: [custom]) { fired.countDown() }
         #expect(fired.wait())
