@@ -1,6 +1,6 @@
 import CLongThreadsShims
 import Glibc
-@_spi(Internal) import Runtime // Backtrace from captured addresses (pinned toolchain: 6.3)
+@_spi(Internal) @_spi(MemoryReaders) import Runtime // Backtrace from captured addresses (pinned toolchain: 6.3)
 
 extension StallMonitor {
     /// One frame of a stalled thread's stack, innermost first.
@@ -158,7 +158,11 @@ enum StackSampler {
             if let known = map, addresses.allSatisfy({ known.indexOfImage(at: Backtrace.Address(UInt64($0))) != nil }) {
                 return known
             }
-            let fresh = ImageMap.capture()
+            // Read through process_vm_readv, which fails on an unmapped page: `capture()` reads
+            // each mapped file's header in place, and a file unmapped after /proc/self/maps was
+            // read (a library unloaded, another mapping of a file) faulted the monitor thread
+            // (SEGV under ThreadSanitizer in the stress tool, once in CI). Such a file is skipped.
+            let fresh = ImageMap.capture(using: LocalMemoryReader(), forProcess: nil)
             map = fresh
             return fresh
         }
