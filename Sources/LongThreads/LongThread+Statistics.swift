@@ -56,12 +56,12 @@ extension LongThread {
                 pending: state.queue.count + inBatch,
                 oldestPendingAge: oldest == 0 ? nil : .nanoseconds(now > oldest ? now - oldest : 0),
                 highWaterMark: state.queue.highWaterMark,
-                tasksRun: state.tasksRun,
-                discarded: state.discarded,
-                wakeUps: state.wakeUps,
-                timersFired: state.timersFired,
+                tasksRun: state.counts.tasksRun,
+                discarded: state.counts.discarded,
+                wakeUps: state.counts.wakeUps,
+                timersFired: state.counts.timersFired,
                 pendingTimers: state.timers.count,
-                busyTime: .nanoseconds(state.busyNanoseconds)
+                busyTime: .nanoseconds(state.counts.busyNanoseconds)
             )
         }
     }

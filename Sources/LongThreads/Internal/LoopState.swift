@@ -14,7 +14,7 @@ struct LoopState: ~Copyable {
     var eligibilityCache: (mode: String, mask: ModeTable.Mask)?
     var seenModesGeneration = 0
     /// Counted without the lock, published at the next refill (`ThreadCore.publishCounters`).
-    var unpublished = UnpublishedCounts()
+    var unpublished = ThreadCounts()
     /// The mode of each run of the loop on the stack, innermost last (entry and exit observer).
     var runModes = RunModeStack()
     /// Callouts on the stack (a task running the loop nested holds one while its nested ones run).
@@ -36,14 +36,6 @@ struct LoopState: ~Copyable {
     var boundValues = BoundValues()
     /// When the first callout settles the thread in (monotonic ns; `settleIn`); `.max` once done.
     var settleInAt: UInt64 = .max
-}
-
-/// The loop thread's counts not yet moved into `SharedState` (`statistics` reads them there).
-struct UnpublishedCounts {
-    var wakeUps = 0
-    var timersFired = 0
-    /// Items the loop itself dropped unrun (a discarding stop it met mid-batch), added at its exit.
-    var discarded = 0
 }
 
 extension ThreadCore {

@@ -183,7 +183,7 @@ extension ThreadCore {
         }
         // Waiting is not work.
         let busy = CLongThreadsShims_monotonicNanoseconds() - pass.started - pass.waited
-        shared.withLock { $0.busyNanoseconds += busy }
+        shared.withLock { $0.counts.busyNanoseconds += busy }
         // The flag first: binding the optional existential copies it (about 20 instructions).
         if hasInstrument, pass.totalRun > 0, let instrument {
             let depth = shared.withLock { $0.queue.count } + loop.batch.untaken

@@ -29,7 +29,7 @@ extension ThreadCore {
                 guard action == .discard else { return (state.engine, [], false, timers) }
                 hints.bitwiseOr(Hints.discard, ordering: .relaxed)
                 let (dropped, mustTell) = state.queue.removeAll()
-                state.discarded += dropped.count
+                state.counts.discarded += dropped.count
                 return (state.engine, dropped, mustTell, timers)
             }
             guard let (takenEngine, dropped, mustTell, takenTimers) = taken else { return }
@@ -113,8 +113,8 @@ extension ThreadCore {
         for attachment in attachments { attachment.cancel() }
         let (tasksRun, discarded) = shared.withLock { state in
             publishCounters(into: &state, ran: 0)
-            state.discarded += leftoverCount + loop.unpublished.discarded
-            return (state.tasksRun, state.discarded)
+            state.counts.discarded += leftoverCount
+            return (state.counts.tasksRun, state.counts.discarded)
         }
         // The descriptor sources' epoll instances close here; CF's thread-exit finaliser removes
         // the work source and frees the loop and its descriptors.

@@ -264,12 +264,9 @@ extension ThreadCore: RunLoopEngineDelegate {
 
     /// Moves the counters the loop thread keeps without the lock into the shared state.
     func publishCounters(into state: inout SharedState, ran: Int) {
-        state.tasksRun += ran
+        state.counts.tasksRun += ran
         if state.backpressure != nil { state.backpressure?.finished(ran) }
-        state.wakeUps += loop.unpublished.wakeUps
-        state.timersFired += loop.unpublished.timersFired
-        loop.unpublished.wakeUps = 0
-        loop.unpublished.timersFired = 0
+        state.counts.take(&loop.unpublished)
     }
 
     func currentEligibility() -> ModeTable.Mask {

@@ -87,12 +87,8 @@ final class ThreadCore: @unchecked Sendable {
         /// The engine while the loop lives: producers wake it. Nil before the loop ran
         /// and after it exited (so nothing is ever added to the loop of an exited thread).
         var engine: RunLoopEngine?
-        /// Items run, published by the loop thread at each refill (it counts without the lock).
-        var tasksRun = 0
-        var wakeUps = 0
-        var timersFired = 0
-        var busyNanoseconds: UInt64 = 0
-        var discarded = 0
+        /// What the thread has done, as the loop thread last published it (`ThreadCounts`).
+        var counts = ThreadCounts()
         /// Timers not yet fired or cancelled: a stop cancels them. Kept beside `timerSchedule`: a
         /// repeating timer whose callback runs is in neither the heap nor the due queue meanwhile.
         var timers: [ObjectIdentifier: LongThreadTimer] = [:]
