@@ -94,7 +94,9 @@ struct WaitPolicy: Sendable {
     /// take 11 µs instead of 4.7); a tick is never the earliest expiry while the CPU is busy.
     var parkMost: Int64 = 4_000_000
     /// How old a load sample may get: a few ms, so a load change is seen within a few round trips'
-    /// pauses, while reading /proc (microseconds) stays rare.
+    /// pauses. A sample is not cheap: about 12 µs of CPU on a 2-vCPU VM (open, read and close of
+    /// /proc/loadavg), so a caller that posts once a millisecond pays about 6 µs a round trip for
+    /// it (the limit Benchmarks/README.md reports for issue 29).
     var loadSampleInterval: Int64 = 2_000_000
     /// While a kind of wait keeps losing, every this-many-th still goes on, to notice a change.
     var probeInterval: UInt32 = 16
