@@ -13,6 +13,7 @@
 #include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 #if defined(__GLIBC__) && (defined(__x86_64__) || defined(__aarch64__)) && __has_include(<sys/rseq.h>)
@@ -32,6 +33,12 @@ int CLongThreadsShims_currentThreadName(char *buffer, size_t size) {
 
 int32_t CLongThreadsShims_gettid(void) {
     return (int32_t)syscall(SYS_gettid);
+}
+
+long CLongThreadsShims_readOwnMemory(void *into, uintptr_t from, size_t count) {
+    struct iovec local = { into, count };
+    struct iovec remote = { (void *)from, count };
+    return (long)process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
 }
 
 bool CLongThreadsShims_isFutexSystemCall(long number) {

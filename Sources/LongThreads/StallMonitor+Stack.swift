@@ -158,13 +158,26 @@ enum StackSampler {
             if let known = map, addresses.allSatisfy({ known.indexOfImage(at: Backtrace.Address(UInt64($0))) != nil }) {
                 return known
             }
-            // Read through process_vm_readv, which fails on an unmapped page: `capture()` reads
-            // each mapped file's header in place, and a file unmapped after /proc/self/maps was
-            // read (a library unloaded, another mapping of a file) faulted the monitor thread
-            // (SEGV under ThreadSanitizer in the stress tool, once in CI). Such a file is skipped.
-            let fresh = ImageMap.capture(using: LocalMemoryReader(), forProcess: nil)
+            // `capture()` reads each mapped file's header in place, and a file unmapped after
+            // /proc/self/maps was read (a library unloaded, another mapping of a file) faulted the
+            // monitor thread (SEGV under ThreadSanitizer in the stress tool, once in CI). Read
+            // checked instead: such a file is skipped.
+            let fresh = ImageMap.capture(using: CheckedMemoryReader(), forProcess: nil)
             map = fresh
             return fresh
+        }
+    }
+
+    /// This process's memory read through process_vm_readv, which fails on an unmapped page where
+    /// a plain read faults. Not the toolchain's `LocalMemoryReader`, which does the same but
+    /// leaks a cached page on every failed read (LeakSanitizer found 225 KB in 400 captures).
+    private struct CheckedMemoryReader: MemoryReader {
+        struct Unreadable: Error {}
+
+        func fetch(from address: UInt64, into buffer: UnsafeMutableRawBufferPointer) throws {
+            guard buffer.count > 0 else { return }
+            let read = CLongThreadsShims_readOwnMemory(buffer.baseAddress, UInt(address), buffer.count)
+            guard read == buffer.count else { throw Unreadable() }
         }
     }
 

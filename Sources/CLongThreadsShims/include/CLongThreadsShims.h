@@ -14,6 +14,9 @@ int CLongThreadsShims_setCurrentThreadName(const char *name);
 int CLongThreadsShims_currentThreadName(char *buffer, size_t size);
 /// The kernel thread id of the calling thread.
 int32_t CLongThreadsShims_gettid(void);
+/// Copies `count` bytes of this process's memory at `from` into `into` through
+/// process_vm_readv: an unmapped page is an error (-1 or a short count), not a fault.
+long CLongThreadsShims_readOwnMemory(void *into, uintptr_t from, size_t count);
 
 /// Whether `number` is a futex wait on this architecture (`futex`, and `futex_time64`,
 /// `futex_waitv`, `futex_wait` where the headers define them): the stall monitor's test for a wait
