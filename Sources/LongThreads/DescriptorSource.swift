@@ -245,7 +245,7 @@ final class DescriptorWatches: @unchecked Sendable {
                 state.hubs[key] = hub
             }
             // Added even when it waits for neither readable nor writable: epoll reports hang-up
-            // and error to every entry. (Left out of the epoll, such a source heard nothing.)
+            // and error to every entry, and a source outside it would hear nothing.
             try Self.check(CLongThreadsShims_epollAdd(hub.port, source.descriptor, source.interest))
             state.watches[source.descriptor] = Watch(source: source, port: hub.port)
         }

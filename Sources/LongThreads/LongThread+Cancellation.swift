@@ -223,19 +223,19 @@ extension LongThread {
         /// token, negated). A snapshot.
         public var isEmpty: Bool { members.withLock { $0.isEmpty } }
 
-        /// Whether `work` is in the group: posted with it and not ended (waiting or running), as
-        /// Android's `Handler.hasCallbacks(r)` answers. A snapshot: once `work` has ended (it ran,
+        /// Whether `item` is in the group: posted with it and not ended (waiting or running), as
+        /// Android's `Handler.hasCallbacks(r)` answers. A snapshot: once `item` has ended (it ran,
         /// was cancelled or discarded) the answer stays false.
-        public func contains(_ work: QueuedWork) -> Bool {
-            members.withLock { $0[ObjectIdentifier(work)] != nil }
+        public func contains(_ item: QueuedWork) -> Bool {
+            members.withLock { $0[ObjectIdentifier(item)] != nil }
         }
 
         /// Whether the delayed work of `timer` (``LongThread/perform(after:modes:label:group:_:)``
         /// with this group) is in the group: not ended, waiting for its deadline or running. False
         /// for a timer posted without a group, or a repeating one. A snapshot.
         public func contains(_ timer: LongThreadTimer) -> Bool {
-            guard let work = timer.groupedWork else { return false }
-            return contains(work)
+            guard let item = timer.groupedWork else { return false }
+            return contains(item)
         }
 
         func insert(_ work: QueuedWork) {
