@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include "CLongThreadsShims.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -64,6 +65,84 @@ size_t CLongThreadsShims_currentStackSize(void) {
     pthread_attr_getstacksize(&attributes, &size);
     pthread_attr_destroy(&attributes);
     return size;
+}
+
+size_t CLongThreadsShims_minimumStack(const pthread_attr_t *attr) {
+    // GLIBC_PRIVATE, so looked up, not linked: a libc without it (musl, a future glibc) falls back.
+    typedef size_t (*MinimumStack)(const pthread_attr_t *);
+    static MinimumStack function;
+    static int looked;
+    if (!__atomic_load_n(&looked, __ATOMIC_ACQUIRE)) {
+        __atomic_store_n(&function, (MinimumStack)dlsym(RTLD_DEFAULT, "__pthread_get_minstack"), __ATOMIC_RELAXED);
+        __atomic_store_n(&looked, 1, __ATOMIC_RELEASE);
+    }
+    MinimumStack found = __atomic_load_n(&function, __ATOMIC_RELAXED);
+    if (found) return found(attr);
+    long minimum = sysconf(_SC_THREAD_STACK_MIN);
+    long page = sysconf(_SC_PAGESIZE);
+    return (size_t)(minimum > 0 ? minimum : PTHREAD_STACK_MIN) + (size_t)(page > 0 ? page : 4096);
+}
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define STACK_FACTOR 3
+#elif __has_feature(thread_sanitizer)
+#define STACK_FACTOR 2
+#endif
+#endif
+#ifndef STACK_FACTOR
+#if defined(__SANITIZE_ADDRESS__)
+#define STACK_FACTOR 3
+#elif defined(__SANITIZE_THREAD__)
+#define STACK_FACTOR 2
+#else
+#define STACK_FACTOR 1
+#endif
+#endif
+
+size_t CLongThreadsShims_sanitizerStackFactor(void) { return STACK_FACTOR; }
+
+// MARK: - Stack high-water mark (tests)
+
+static const unsigned char stackPaint = 0xA7;
+
+// The usable stack of the calling thread: [low, top).
+static int stackBounds(unsigned char **low, unsigned char **top) {
+    pthread_attr_t attributes;
+    if (pthread_getattr_np(pthread_self(), &attributes) != 0) return -1;
+    void *address = NULL;
+    size_t size = 0;
+    pthread_attr_getstack(&attributes, &address, &size);
+    pthread_attr_destroy(&attributes);
+    *low = (unsigned char *)address;
+    *top = *low + size;
+    return 0;
+}
+
+__attribute__((noinline, no_sanitize("address", "thread")))
+void CLongThreadsShims_paintStack(void) {
+    unsigned char *low, *top;
+    if (stackBounds(&low, &top) != 0) return;
+    // Room for this frame's own locals; pthread_getattr_np's frames, below it, have returned.
+    volatile unsigned char *end = (unsigned char *)__builtin_frame_address(0) - 512;
+    for (volatile unsigned char *byte = low; byte < end; byte++) *byte = stackPaint;
+}
+
+__attribute__((noinline, no_sanitize("address", "thread")))
+size_t CLongThreadsShims_stackHighWater(void) {
+    unsigned char *low, *top;
+    if (stackBounds(&low, &top) != 0) return 0;
+    volatile unsigned char *byte = low;
+    if (*byte != stackPaint) return 0;
+    while (byte < top && *byte == stackPaint) byte++;
+    return (size_t)(top - (unsigned char *)byte);
+}
+
+__attribute__((noinline))
+size_t CLongThreadsShims_stackDepth(void) {
+    unsigned char *low, *top;
+    if (stackBounds(&low, &top) != 0) return 0;
+    return (size_t)(top - (unsigned char *)__builtin_frame_address(0));
 }
 
 int CLongThreadsShims_eventfd(unsigned int initialValue) {

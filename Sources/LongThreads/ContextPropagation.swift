@@ -7,7 +7,7 @@ import Synchronization
 /// so it would see none of them. A propagator captures what it needs where the work is posted and
 /// restores it around the work on the thread, on every way to post: `perform` (queued, waiting,
 /// with a timeout, `after:`, `at:`), `performAtFrontOfQueue`, `submit`, `sync` (with or without a
-/// timeout), `run` (plain, `after:`, `at:`), and ``LongThread/schedule(every:tolerance:modes:_:)``,
+/// timeout), `run` (plain, `after:`, `at:`), and ``LongThread/schedule(every:initialDelay:tolerance:modes:_:)``,
 /// whose callback runs in the scheduler's context at every fire. Observers and descriptor
 /// sources are not posts: their handlers run in no poster's context. Install one with
 /// ``LongThread/contextPropagator``; `LongThreadsTracing` ships one for swift-distributed-tracing's

@@ -14,9 +14,10 @@ public struct DescriptorEvents: OptionSet, Sendable, Hashable {
     public static let readable = DescriptorEvents(rawValue: 1)
     /// Data can be written without blocking.
     public static let writable = DescriptorEvents(rawValue: 2)
-    /// The descriptor hung up (reported with the events asked for).
+    /// The descriptor hung up: reported whatever the source waits for, never asked for.
     public static let hangUp = DescriptorEvents(rawValue: 4)
-    /// The descriptor has an error pending (for a socket: `SO_ERROR`).
+    /// The descriptor has an error pending (for a socket: `SO_ERROR`; for a pipe's write end:
+    /// no reader left): reported whatever the source waits for, never asked for.
     public static let error = DescriptorEvents(rawValue: 8)
 }
 
@@ -32,6 +33,11 @@ public struct DescriptorEvents: OptionSet, Sendable, Hashable {
 ///
 /// - Runs on: the thread, in a run-loop pass in one of the watch's modes, for as long as the
 ///   descriptor stays ready (level-triggered): a handler may read a little at a time.
+/// - Hang-up and error: reported to every source, whatever it waits for, a source that waits for
+///   nothing included, as epoll reports `EPOLLHUP` and `EPOLLERR` and as Android's Looper calls a
+///   listener registered for `EVENT_ERROR` alone. A hang-up stays reported pass after pass until
+///   the source is cancelled: on ``DescriptorEvents/hangUp`` or ``DescriptorEvents/error``, a
+///   handler that is done with the descriptor cancels its source.
 /// - Ends: by ``cancel()`` (any thread; on the thread itself no callback follows it), or when the
 ///   thread stops. Cancel before closing the descriptor: a descriptor closed while watched stays
 ///   counted as watched on the thread, so watching its number again is refused.
@@ -94,7 +100,7 @@ public final class DescriptorSource: Sendable {
 
     /// What the source waits for now: ``DescriptorEvents/readable``, ``DescriptorEvents/writable``,
     /// both or neither (the events given to `watch`, as changed since by ``enable(_:)`` and
-    /// ``disable(_:)``). Hang-up and error are reported with them, never asked for.
+    /// ``disable(_:)``). Hang-up and error are reported whatever they are, never asked for.
     /// - Callable from: any thread.
     public var events: DescriptorEvents { DescriptorEvents(rawValue: interest) }
 
@@ -116,8 +122,9 @@ public final class DescriptorSource: Sendable {
 
     /// Takes `events` out of what the source waits for (CF's `CFFileDescriptorDisableCallBacks`).
     ///
-    /// With neither readable nor writable left, the source stays registered but waits for
-    /// nothing, not even hang-up, and calls its handler no more until ``enable(_:)``.
+    /// With neither readable nor writable left, the source stays registered and its handler hears
+    /// only hang-up and error (Android's `EVENT_ERROR`): a writer that has sent everything learns
+    /// that its reader went away.
     ///
     /// - Throws: ``Error/cancelled`` once the source was cancelled or its thread stopped;
     ///   ``Error/invalidDescriptor(errno:)`` if the descriptor was closed while watched.
@@ -154,8 +161,8 @@ extension LongThread {
     ///
     /// - Parameters:
     ///   - descriptor: A pollable descriptor the caller owns, not watched by this thread already.
-    ///   - events: What to wait for: ``DescriptorEvents/readable`` and/or ``DescriptorEvents/writable``
-    ///     (or neither, to ``DescriptorSource/enable(_:)`` later); changed later with
+    ///   - events: What to wait for: ``DescriptorEvents/readable`` and/or ``DescriptorEvents/writable``,
+    ///     or neither: hang-up and error only, until ``DescriptorSource/enable(_:)``; changed later with
     ///     ``DescriptorSource/enable(_:)`` and ``DescriptorSource/disable(_:)``.
     ///   - modes: The run-loop modes the handler may run in.
     ///   - handler: Called on this thread with the events the descriptor is ready for.
@@ -237,17 +244,16 @@ final class DescriptorWatches: @unchecked Sendable {
                 hub = try makeHub(modes: modes, engine: engine, core: core)
                 state.hubs[key] = hub
             }
-            // Added even when it waits for nothing, so a bad descriptor is refused here.
+            // Added even when it waits for neither readable nor writable: epoll reports hang-up
+            // and error to every entry, and a source outside it would hear nothing.
             try Self.check(CLongThreadsShims_epollAdd(hub.port, source.descriptor, source.interest))
-            if source.interest == 0 { CLongThreadsShims_epollRemove(hub.port, source.descriptor) }
             state.watches[source.descriptor] = Watch(source: source, port: hub.port)
         }
     }
 
     /// Sets `source`'s events to `change` of them and tells its epoll. Any thread.
     ///
-    /// A source that waits for nothing is out of the epoll (there, hang-up and error would still
-    /// be reported, and a hung-up descriptor would call its handler every pass).
+    /// The entry stays in the epoll whatever the events, so hang-up and error reach the source.
     func change(_ source: DescriptorSource,
                 _ change: (DescriptorEvents) -> DescriptorEvents) throws(DescriptorSource.Error) {
         try state.withLock { (state: inout State) throws(DescriptorSource.Error) in
@@ -257,15 +263,9 @@ final class DescriptorWatches: @unchecked Sendable {
             let old = source.interest
             let new = change(DescriptorEvents(rawValue: old)).rawValue & 3
             if new == old { return }
-            if new == 0 {
-                CLongThreadsShims_epollRemove(watch.port, source.descriptor)
-            } else if old == 0 {
-                try Self.check(CLongThreadsShims_epollAdd(watch.port, source.descriptor, new))
-            } else {
-                // Also arms an entry disarmed for a callout in progress: harmless, as only this
-                // thread collects, after that callout.
-                try Self.check(CLongThreadsShims_epollRearm(watch.port, source.descriptor, new))
-            }
+            // Also arms an entry disarmed for a callout in progress: harmless, as only this
+            // thread collects, after that callout.
+            try Self.check(CLongThreadsShims_epollRearm(watch.port, source.descriptor, new))
             source.setInterest(new)
         }
     }
@@ -340,10 +340,9 @@ final class DescriptorWatches: @unchecked Sendable {
                 return watch.source
             }
             guard let source else { continue } // cancelled meanwhile
-            // Only what it waits for now: a handler run before it in this pass, or another
-            // thread, may have disabled some of what epoll reported.
-            let interest = source.interest
-            let reported = interest == 0 ? 0 : events & (interest | DescriptorEvents([.hangUp, .error]).rawValue)
+            // Only what it waits for now, with hang-up and error always: a handler run before it
+            // in this pass, or another thread, may have disabled some of what epoll reported.
+            let reported = events & (source.interest | DescriptorEvents([.hangUp, .error]).rawValue)
             if reported != 0 {
                 if let core {
                     core.runCallout { source.handler(DescriptorEvents(rawValue: reported)) }
@@ -351,11 +350,10 @@ final class DescriptorWatches: @unchecked Sendable {
                     source.handler(DescriptorEvents(rawValue: reported))
                 }
             }
-            // Re-armed only while still registered and waiting for something: a cancel (from the
-            // handler or another thread) removed it, and its descriptor number may already belong
-            // to a new watch.
+            // Re-armed only while still registered: a cancel (from the handler or another thread)
+            // removed it, and its descriptor number may already belong to a new watch.
             state.withLock { state in
-                if let watch = state.watches[descriptor], watch.source === source, source.interest != 0 {
+                if let watch = state.watches[descriptor], watch.source === source {
                     _ = CLongThreadsShims_epollRearm(port, descriptor, source.interest)
                 }
             }

@@ -214,7 +214,29 @@ extension LongThread {
 
         /// How many items of the group have not ended (waiting or running), a running one
         /// included after ``cancelAll()``.
+        ///
+        /// A snapshot, as are ``isEmpty`` and `contains(_:)`: another
+        /// thread may post into the group, and the thread end an item, as soon as it is read.
         public var count: Int { members.withLock { $0.count } }
+
+        /// Whether no item of the group is waiting or running (Android's `hasMessages` for a
+        /// token, negated). A snapshot.
+        public var isEmpty: Bool { members.withLock { $0.isEmpty } }
+
+        /// Whether `item` is in the group: posted with it and not ended (waiting or running), as
+        /// Android's `Handler.hasCallbacks(r)` answers. A snapshot: once `item` has ended (it ran,
+        /// was cancelled or discarded) the answer stays false.
+        public func contains(_ item: QueuedWork) -> Bool {
+            members.withLock { $0[ObjectIdentifier(item)] != nil }
+        }
+
+        /// Whether the delayed work of `timer` (``LongThread/perform(after:modes:label:group:_:)``
+        /// with this group) is in the group: not ended, waiting for its deadline or running. False
+        /// for a timer posted without a group, or a repeating one. A snapshot.
+        public func contains(_ timer: LongThreadTimer) -> Bool {
+            guard let item = timer.groupedWork else { return false }
+            return contains(item)
+        }
 
         func insert(_ work: QueuedWork) {
             members.withLock { $0[ObjectIdentifier(work)] = work }

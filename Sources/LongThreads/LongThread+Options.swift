@@ -29,20 +29,21 @@ extension LongThread {
 
     /// How a LongThread's pthread is created and observed.
     public struct Options: Sendable {
-        /// The stack size in bytes; nil takes the system default (`RLIMIT_STACK`, often 8 MiB).
-        /// Below ``minimumStackSize`` (64 KiB) `init` throws `cannotStart(errno: EINVAL)`, where
-        /// Foundation's `Thread` would silently ignore a size below `PTHREAD_STACK_MIN`.
-        public var stackSize: Int?
-        /// The smallest ``stackSize`` a thread may have: 64 KiB, not `PTHREAD_STACK_MIN` (16 KiB).
+        /// The stack the thread's work needs, in bytes; nil takes the system default (`RLIMIT_STACK`,
+        /// often 8 MiB, of which the library's and glibc's share is taken).
         ///
-        /// The stack holds more than the thread's work: glibc puts the thread's TLS and descriptor
-        /// at its top (about 4 KiB of a 16 KiB stack in a Swift process), CF's loop and the
-        /// library's drain lie under every callout, and the Swift runtime instantiates a generic
-        /// type's metadata where it is first used, several KiB deep. A debug build's full life
-        /// (work, timers, a descriptor source, an observer, a nested run in a new mode, a stall
-        /// report with its stack capture) needs about 28 KiB; 16 KiB crashed. The rest is the
-        /// work's, and a sanitizer's larger frames'.
-        public static let minimumStackSize = 64 * 1024
+        /// The size is the work's: the thread's stack is this plus what glibc takes of it (its TLS
+        /// and thread descriptor, `__pthread_get_minstack`: about 25 KiB in a Swift process) and
+        /// what the library's own frames take under and beside the work (CF's run loop, the drain,
+        /// a nested run, a stall report's signal handled on this stack: 40 KiB, more in a
+        /// sanitizer's build), rounded up to a page. So Chromium's 24 KiB thread runs its 24 KiB of
+        /// work, where a bare pthread size would leave it nothing.
+        /// - 0: the work needs no more than a few frames: the thread's stack is the library's and
+        ///   glibc's share alone.
+        /// - Negative, or a size whose sum overflows: `init` throws `cannotStart(errno: EINVAL)`.
+        /// - More than the kernel can map (beyond the address space, or `vm.overcommit_memory`'s
+        ///   limit): `init` throws `cannotStart(errno: EAGAIN)`, pthread's answer. Never a crash.
+        public var stackSize: Int?
         /// The scheduling policy and priority.
         public var schedulingPolicy: SchedulingPolicy
         /// The time slice the thread asks the kernel's scheduler for (Linux 6.12 and later, EEVDF:

@@ -47,6 +47,9 @@ public enum LongThreadError: Error, Equatable, Sendable, CustomStringConvertible
     /// LongThread already: from its work, its setUp or tearDown, or from inside another
     /// `runCurrentThread`. A thread runs one loop of the library's at a time; nothing changed.
     case alreadyALongThread
+    /// A repeating timer was asked for with an interval of zero or below, which would fire without
+    /// end (``LongThread/schedule(every:initialDelay:tolerance:modes:_:)``); nothing was scheduled.
+    case invalidInterval(Duration)
 
     /// A sentence naming what happened, for logs.
     public var description: String {
@@ -61,6 +64,7 @@ public enum LongThreadError: Error, Equatable, Sendable, CustomStringConvertible
         case .timedOut: "LongThread: the wait for the work timed out"
         case .setUpFailed(let error): "LongThread: the thread's setUp threw \(error)"
         case .alreadyALongThread: "LongThread: runCurrentThread was called on a thread that is a LongThread already"
+        case .invalidInterval(let interval): "LongThread: a repeating timer needs an interval above zero, got \(interval)"
         case .reentrantAccess:
             "LongThread: a thread-bound value was reached from inside a body that was using it"
         case .invalidMode(let mode):
@@ -82,6 +86,7 @@ public enum LongThreadError: Error, Equatable, Sendable, CustomStringConvertible
         case (.tooManyModes(let a), .tooManyModes(let b)): a == b
         case (.invalidMode(let a), .invalidMode(let b)): a == b
         case (.outOfResources(let a), .outOfResources(let b)): a == b
+        case (.invalidInterval(let a), .invalidInterval(let b)): a == b
         case (.setUpFailed(let a), .setUpFailed(let b)): String(reflecting: a) == String(reflecting: b)
         default: false
         }

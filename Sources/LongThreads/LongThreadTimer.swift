@@ -1,7 +1,13 @@
 import Foundation
 
 /// A timer on a LongThread's run loop: delayed work (``LongThread/perform(after:modes:label:group:_:)``) or a
-/// repeating callback (``LongThread/schedule(every:tolerance:modes:_:)``).
+/// repeating callback (``LongThread/schedule(every:initialDelay:tolerance:modes:_:)``).
+///
+/// Delayed work's handle is a timer and deadline work's (``LongThread/perform(at:modes:label:group:_:)``)
+/// a ``LongThread/QueuedWork``: both answer ``cancel()`` alike (true: it will not run), and a
+/// ``LongThread/WorkGroup`` holds either. Delayed work kept this type, as Foundation's `Timer`
+/// serves both a date and an interval: code that stores the handle as a timer, or awaits
+/// ``cancelAndWait()``, keeps working.
 ///
 /// Not Foundation's `Timer` (which never frees its closure on Linux), nor a CF timer each: a
 /// thread keeps its timers in a heap by deadline under one CF timer, so scheduling and cancelling
@@ -42,6 +48,8 @@ public final class LongThreadTimer: @unchecked Sendable {
     public let interval: Duration?
     /// The tolerance asked for; not applied (see the type's documentation).
     public let tolerance: Duration
+    /// The work of delayed work posted with a group: what the group holds (`WorkGroup.contains`).
+    let groupedWork: LongThread.QueuedWork?
     private weak var core: ThreadCore?
 
     // MARK: Guarded by its own lock
@@ -55,6 +63,11 @@ public final class LongThreadTimer: @unchecked Sendable {
         self.core = core
         self.interval = interval
         self.tolerance = tolerance
+        if case .once(.waiting(let item as LongThread.QueuedWork)) = work {
+            groupedWork = item
+        } else {
+            groupedWork = nil
+        }
         // A repeating callback runs in the context of whoever scheduled it, every time (a one-shot
         // timer's `WorkItem` captured it when it was made: `ContextCarrier`).
         if case .repeating(let callback) = work {
@@ -73,9 +86,19 @@ public final class LongThreadTimer: @unchecked Sendable {
     /// Stops the timer and releases its closure. A one-shot timer's work that had not started is
     /// released unrun (its awaiting caller gets ``LongThreadError/discarded``); a callback that is
     /// running completes. Idempotent.
+    ///
+    /// Answers as ``LongThread/QueuedWork/cancel()`` does, the handle of
+    /// ``LongThread/perform(at:modes:label:group:_:)``: NIO's `Scheduled.cancel()` and Chromium's
+    /// `PostTask` promise the same "will not run".
+    /// - Returns: true when this call ended the timer: a one-shot timer's work will never run; a
+    ///   repeating timer's callback starts no more. False when it had ended already (fired once,
+    ///   cancelled, its thread stopping); a callback running now still completes either way.
     /// - Callable from: any thread, including the timer's own callback.
-    public func cancel() {
-        cancelReturningWork()?.discard()
+    @discardableResult
+    public func cancel() -> Bool {
+        let (ended, work) = endReturningWork()
+        work?.discard()
+        return ended
     }
 
     /// Stops the timer, then calls `notice` once no callback of it runs or will run: at once, on
@@ -112,11 +135,17 @@ public final class LongThreadTimer: @unchecked Sendable {
     /// `cancel()`, except that a one-shot timer's work is returned instead of discarded: a stop
     /// releases it with everything else it drops, then tells its waiter (`ThreadCore.tell`).
     func cancelReturningWork() -> WorkItem? {
+        endReturningWork().work
+    }
+
+    /// Ends the timer; says whether this call ended it, and returns a one-shot timer's work.
+    private func endReturningWork() -> (ended: Bool, work: WorkItem?) {
         let work = end()
         core?.timerEnded(self)
-        guard case .once(let item) = work else { return nil }
-        return item
+        guard case .once(let item) = work else { return (work != nil, nil) }
+        return (true, item)
     }
+
 
     /// Loop thread: the CF timer fired.
     func fire() {
@@ -198,24 +227,29 @@ extension LongThread {
         return timer
     }
 
-    /// Calls `callback` on this thread every `interval`, first after one `interval`, until the
-    /// timer is cancelled (the callback gets it, to cancel itself) or the thread stops.
+    /// Calls `callback` on this thread every `interval`, first after `initialDelay` (one
+    /// `interval` when nil), until the timer is cancelled (the callback gets it, to cancel itself)
+    /// or the thread stops: NIO's `scheduleRepeatedTask(initialDelay:delay:)`, Foundation's
+    /// `Timer(fire:interval:repeats:block:)`.
     ///
-    /// - Missed fire times are skipped, not bunched.
+    /// - Grid: the fire times are the first one plus whole intervals; missed ones are skipped,
+    ///   not bunched. An `initialDelay` of zero or below fires at the thread's next chance.
     /// - `tolerance` is recorded but not applied (see ``LongThreadTimer``).
-    /// - Throws: ``LongThreadError/stopped`` after a stop began.
-    /// - Precondition: `interval` is positive.
+    /// - Throws: ``LongThreadError/invalidInterval(_:)`` for an `interval` of zero or below (a
+    ///   timer that would fire without end), nothing scheduled; ``LongThreadError/stopped`` after
+    ///   a stop began.
     /// - Callable from: any thread, task or actor.
     @discardableResult
     public func schedule(
         every interval: Duration,
+        initialDelay: Duration? = nil,
         tolerance: Duration = .zero,
         modes: [RunLoop.Mode] = [.default],
         _ callback: @escaping @Sendable (LongThreadTimer) -> Void
     ) throws(LongThreadError) -> LongThreadTimer {
-        precondition(interval > .zero, "LongThread.schedule(every:) needs a positive interval, got \(interval)")
+        guard interval > .zero else { throw .invalidInterval(interval) }
         let timer = LongThreadTimer(core: core, work: .repeating(callback), interval: interval, tolerance: tolerance)
-        try core.schedule(timer, after: interval, modes: modes)
+        try core.schedule(timer, after: initialDelay ?? interval, modes: modes)
         return timer
     }
 

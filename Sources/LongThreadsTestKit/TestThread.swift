@@ -118,19 +118,21 @@ public final class TestThread: Sendable {
     /// The labels of the queued work, in the order it will run (nil for work posted without a
     /// `label:`). Meaningful on a paused thread; on a running one it waits for the thread to be idle.
     /// Deadline work and timers wait on the clock, not in the queue: see ``nextDeadline``.
-    /// - Throws: ``TestThreadError/stillBusy(thread:waitingFor:)``.
+    ///
+    /// Never throws, so a non-throwing closure (`#expect`, a polling condition) can read it:
+    /// - A stopped thread has nothing queued (a drain ran its work, a discard dropped it): `[]`.
+    /// - A thread still busy after the settle timeout, where ``runOne()`` would throw
+    ///   ``TestThreadError/stillBusy(thread:waitingFor:)``: nil, as its queue cannot be read whole.
     /// - Callable from: any thread or task but ``thread``.
-    public var pendingLabels: [String?] {
-        get throws(TestThreadError) {
-            try settling { () throws(TestHarness.SettleError) in try harness.pendingLabels() }
-        }
+    public var pendingLabels: [String?]? {
+        try? harness.pendingLabels()
     }
 
-    /// How many items are queued (``pendingLabels``'s count).
-    /// - Throws: ``TestThreadError/stillBusy(thread:waitingFor:)``.
+    /// How many items are queued (``pendingLabels``'s count), by the same rules: 0 once the thread
+    /// has stopped; nil while it stays busy past the settle timeout.
     /// - Callable from: any thread or task but ``thread``.
-    public var pendingCount: Int {
-        get throws(TestThreadError) { try pendingLabels.count }
+    public var pendingCount: Int? {
+        pendingLabels?.count
     }
 
     // MARK: - Faults

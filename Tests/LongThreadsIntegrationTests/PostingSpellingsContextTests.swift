@@ -35,7 +35,7 @@ enum PostingSpelling {
         ("performAtFrontOfQueue(label:_:)", { thread, probe in try thread.performAtFrontOfQueue(probe) }),
         ("perform(at:modes:label:group:_:)", { thread, probe in try thread.perform(at: .now + .milliseconds(1), probe) }),
         ("perform(after:modes:label:group:_:)", { thread, probe in try thread.perform(after: .milliseconds(1), probe) }),
-        ("schedule(every:tolerance:modes:_:)", { thread, probe in
+        ("schedule(every:initialDelay:tolerance:modes:_:)", { thread, probe in
             try thread.schedule(every: .milliseconds(1)) { timer in
                 timer.cancel()
                 probe()

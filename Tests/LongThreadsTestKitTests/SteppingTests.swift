@@ -12,16 +12,16 @@ struct SteppingTests {
         defer { test.thread.stop() }
         let log = Recorder<String>()
         for name in ["a", "b", "c"] { try test.thread.perform(label: name) { log.record(name) } }
-        #expect(try test.pendingLabels == ["a", "b", "c"])
+        #expect(test.pendingLabels == ["a", "b", "c"])
         #expect(log.events.isEmpty)
         #expect(try test.runOne())
         #expect(log.events == ["a"])
-        #expect(try test.pendingLabels == ["b", "c"])
+        #expect(test.pendingLabels == ["b", "c"])
         #expect(try test.runOne())
         #expect(try test.runOne())
         #expect(try !test.runOne())
         #expect(log.events == ["a", "b", "c"])
-        #expect(try test.pendingCount == 0)
+        #expect(test.pendingCount == 0)
     }
 
     @Test("work an item posts waits for the next step; runUntilIdle runs it all and stays paused")
@@ -35,12 +35,12 @@ struct SteppingTests {
             try? thread.perform(label: "inner") { log.record("inner") }
         }
         #expect(try test.runOne())
-        #expect(try test.pendingLabels == ["inner"])
+        #expect(test.pendingLabels == ["inner"])
         try test.runUntilIdle()
         #expect(log.events == ["outer", "inner"])
         #expect(test.isPaused)
         try thread.perform(label: "next") { log.record("next") }
-        #expect(try test.pendingLabels == ["next"])
+        #expect(test.pendingLabels == ["next"])
     }
 
     @Test("FIFO per producer across producers, on a paused thread stepped to the end (contract test)")
@@ -56,7 +56,7 @@ struct SteppingTests {
                 }
             }
         }
-        #expect(try test.pendingCount == 1000)
+        #expect(test.pendingCount == 1000)
         try test.runUntilIdle()
         for producer in 0..<4 {
             #expect(log.events.filter { $0.0 == producer }.map(\.1) == Array(0..<250))
@@ -69,7 +69,7 @@ struct SteppingTests {
         defer { test.thread.stop() }
         let done = Latch()
         try test.thread.perform { done.countDown() }
-        #expect(try test.pendingCount == 1)
+        #expect(test.pendingCount == 1)
         test.isPaused = false
         #expect(done.wait())
         // And sync works on a running kit thread as on any other.
@@ -86,7 +86,7 @@ struct SteppingTests {
 
         let discarded = try TestThread(name: "kit-discard", paused: true)
         let waiting = try discarded.thread.submit(label: "x") { log.record("x") }
-        #expect(try discarded.pendingLabels == ["x"])
+        #expect(discarded.pendingLabels == ["x"])
         discarded.thread.stop(pending: .discard)
         #expect(waiting.state == .discarded)
         #expect(log.events == ["a", "b"])
@@ -99,10 +99,10 @@ struct SteppingTests {
         let log = Recorder<String>()
         try test.thread.perform(label: "queued") { log.record("queued") }
         try test.thread.perform(after: .seconds(1)) { log.record("timer") }
-        #expect(try test.pendingCount == 1)
+        #expect(test.pendingCount == 1)
         try test.advance(by: .seconds(1))
         #expect(log.events == ["timer"])
-        #expect(try test.pendingLabels == ["queued"])
+        #expect(test.pendingLabels == ["queued"])
         try test.runUntilIdle()
         #expect(log.events == ["timer", "queued"])
     }

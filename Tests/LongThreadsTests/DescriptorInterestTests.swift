@@ -132,33 +132,39 @@ struct DescriptorInterestTests {
         }
     }
 
-    @Test("a source waiting for nothing is not called, not even for a hang-up; enabling brings its callouts back")
+    @Test("a source waiting for nothing hears hang-up, never readable; enabling brings readable, disabling takes it out again")
     func waitingForNothing() throws {
         let thread = try LongThread(name: "lt-nothing")
         defer { thread.stop() }
         let (near, far) = try Self.socketPair(smallBuffers: false)
         defer { close(near) }
-        let calls = Counter()
+        let readableCalls = Counter()
         let called = Latch()
+        let hungUp = Latch()
+        // Hang-up stays reported pass after pass (level-triggered) until the source is cancelled.
         let source = try thread.watch(near, for: []) { events in
-            calls.increment()
-            if events.contains(.readable) { called.countDown() }
+            if events.contains(.hangUp) { hungUp.countDown() }
+            if events.contains(.readable) {
+                readableCalls.increment()
+                called.countDown()
+            }
         }
         defer { source.cancel() }
         #expect(source.events == [])
         close(far) // a hang-up, and readable (end of stream), forever
+        #expect(hungUp.wait(), "hang-up is reported whatever the source waits for (epoll's EPOLLHUP)")
         try thread.sync {} // a pass after the hang-up
         try thread.sync {}
-        #expect(calls.value == 0)
+        #expect(readableCalls.value == 0, "readable is reported only while asked for")
 
         try source.enable(.readable)
         #expect(called.wait())
         try source.disable(.readable)
         try thread.sync {} // a callout already started has ended
-        let settled = calls.value
+        let settled = readableCalls.value
         try thread.sync {}
         try thread.sync {}
-        #expect(calls.value == settled, "no callout after the last event was disabled")
+        #expect(readableCalls.value == settled, "no readable callout after readable was disabled")
     }
 
     @Test("enabling writable from another thread while the loop is busy: the handler sees it once the loop is free")

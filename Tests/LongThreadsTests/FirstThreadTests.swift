@@ -1,6 +1,7 @@
+import CLongThreadsShims
 import Foundation
 import Glibc
-import LongThreads
+@testable import LongThreads
 import Testing
 
 /// The first LongThread of a process does set-up no later one does (CF makes the main thread's run
@@ -9,28 +10,29 @@ import Testing
 /// first long ago.
 @Suite("The first thread of a process")
 struct FirstThreadTests {
-    @Test("with the smallest stack Options allows, the process's first thread (and a later one) does all the library does on it")
+    @Test("with a stack size of 0 (the work needs nothing), the process's first thread (and a later one) does all the library does on it")
     func smallestStack() async {
         await #expect(processExitsWith: .success) {
-            guard FirstThreadTests.fullLife(stackSize: LongThread.Options.minimumStackSize) else { exit(1) }
+            guard FirstThreadTests.fullLife(stackSize: 0) else { exit(1) }
             // A later one too, with the process's set-up done.
-            exit(FirstThreadTests.fullLife(stackSize: LongThread.Options.minimumStackSize) ? 0 : 2)
+            exit(FirstThreadTests.fullLife(stackSize: 0) ? 0 : 2)
         }
     }
 
-    @Test("a stack below the floor, PTHREAD_STACK_MIN (16 KiB) included, throws cannotStart(EINVAL) in a fresh process too")
-    func belowTheFloor() async {
+    @Test("sizes once refused, PTHREAD_STACK_MIN (16 KiB) included, are served in a fresh process; a negative one throws cannotStart(EINVAL)")
+    func belowTheOldFloor() async {
         await #expect(processExitsWith: .success) {
-            for size in [16 * 1024, LongThread.Options.minimumStackSize - 4096] {
-                do {
-                    _ = try LongThread(name: "lt-below-floor", options: .init(stackSize: size))
-                    exit(1)
-                } catch LongThreadError.cannotStart(let errno) where errno == EINVAL {
-                } catch {
-                    exit(2)
-                }
+            do {
+                _ = try LongThread(name: "lt-negative", options: .init(stackSize: -1))
+                exit(1)
+            } catch LongThreadError.cannotStart(let errno) where errno == EINVAL {
+            } catch {
+                exit(2)
             }
-            exit(FirstThreadTests.fullLife(stackSize: LongThread.Options.minimumStackSize) ? 0 : 3)
+            for size in [16 * 1024, 60 * 1024] {
+                guard FirstThreadTests.fullLife(stackSize: size) else { exit(3) }
+            }
+            exit(0)
         }
     }
 
@@ -48,12 +50,14 @@ struct FirstThreadTests {
     /// does on its own stack: work, a timer, a descriptor source, an observer, a new mode and a
     /// nested run in it, a stalled item whose stack a monitor captures (a signal handled on that
     /// stack), settling in (its first callout after a millisecond asks for its scheduler slice and
-    /// makes its wake-up port), and a stop. Whether all of it went through.
-    static func fullLife(stackSize: Int) -> Bool {
+    /// makes its wake-up port), and a stop. Whether all of it went through. With `highWater`, the
+    /// thread's stack is painted first, and `highWater` gets the deepest use of it before the stop.
+    static func fullLife(stackSize: Int?, highWater: ((Int) -> Void)? = nil) -> Bool {
         guard let thread = try? LongThread(name: "lt-small-stack", options: .init(stackSize: stackSize)),
               (try? thread.sync({ 6 * 7 })) == 42
         else { return false }
         defer { thread.stop() }
+        if highWater != nil { _ = try? thread.sync { CLongThreadsShims_paintStack() } }
         let fired = DispatchSemaphore(value: 0)
         var ends: [Int32] = [0, 0]
         guard (try? thread.perform(after: .milliseconds(2)) { fired.signal() }) != nil,
@@ -79,6 +83,7 @@ struct FirstThreadTests {
               reported.wait(timeout: .now() + 10) == .success
         else { return false }
         monitor.unwatch(thread)
+        if let highWater, let deepest = try? thread.sync({ CLongThreadsShims_stackHighWater() }) { highWater(deepest) }
         thread.stop()
         return thread.waitUntilExit(timeout: .seconds(10))
     }
@@ -112,5 +117,24 @@ struct FirstThreadTests {
         guard let after = try? LongThread(name: "lt-first-after"), (try? after.sync({ 2 })) == 2 else { exit(7) }
         after.stop()
         exit(0)
+    }
+}
+
+/// The library's own frames fit in what it adds to a thread's stack (`StackReserve`).
+@Suite("The stack the library adds")
+struct StackReserveTests {
+    @Test("the library's deepest use of the stack of a process's first thread (a full life, painted) fits in its own share")
+    func ownFramesFit() async throws {
+        // In a fresh process: the first thread instantiates the runtime's metadata on its own
+        // stack, the deepest it goes (28 KiB where a later one in the test runner went 21).
+        let result = await #expect(processExitsWith: .success, observing: [\.standardOutputContent]) {
+            var measured = 0
+            guard FirstThreadTests.fullLife(stackSize: nil, highWater: { measured = $0 }) else { exit(1) }
+            FileHandle.standardOutput.write(Data("\(measured)\n".utf8))
+            let library = StackReserve.ownFrames * Int(CLongThreadsShims_sanitizerStackFactor())
+            exit(measured > 0 && measured <= library ? 0 : 2)
+        }
+        let output = String(decoding: try #require(result).standardOutputContent, as: UTF8.self)
+        print("StackReserveTests: deepest use \(output.trimmingCharacters(in: .whitespacesAndNewlines)) bytes of \(StackReserve.ownFrames) (debug: \(_isDebugAssertConfiguration()))")
     }
 }

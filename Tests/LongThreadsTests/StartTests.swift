@@ -51,19 +51,32 @@ struct StartTests {
         #expect(WaitLearning.current.pointee.notedCPU(of: thread.core.replierKey) == started)
     }
 
-    @Test("a stack below PTHREAD_STACK_MIN throws cannotStart(EINVAL) instead of a thread that never runs")
+    @Test("a negative or overflowing stack size throws cannotStart(EINVAL); one beyond the address space cannotStart(EAGAIN); never a crash")
     func cannotStart() {
         #expect(throws: LongThreadError.cannotStart(errno: EINVAL)) {
-            try LongThread(name: "lt-tiny-stack", options: .init(stackSize: 1000))
+            try LongThread(name: "lt-tiny-stack", options: .init(stackSize: -1000))
+        }
+        #expect(throws: LongThreadError.cannotStart(errno: EINVAL)) {
+            try LongThread(name: "lt-max-stack", options: .init(stackSize: .max))
+        }
+        // 1 EiB: more than any Linux address space (47 or 56 bits), whatever the overcommit policy.
+        #expect(throws: LongThreadError.cannotStart(errno: EAGAIN)) {
+            try LongThread(name: "lt-huge-stack", options: .init(stackSize: 1 << 60))
         }
     }
 
-    @Test("the requested stack size is the thread's stack size")
+    @Test("the requested stack size is the work's: the thread's stack adds glibc's minimum and the library's frames, and the work has it left")
     func stackSize() throws {
-        let thread = try LongThread(name: "lt-stack", options: .init(stackSize: 256 * 1024))
+        let requested = 256 * 1024
+        let thread = try LongThread(name: "lt-stack", options: .init(stackSize: requested))
         defer { thread.stop() }
-        let size = try thread.sync { CLongThreadsShims_currentStackSize() }
-        #expect(size == 256 * 1024)
+        let (size, depth) = try thread.sync { (CLongThreadsShims_currentStackSize(), CLongThreadsShims_stackDepth()) }
+        var attributes = pthread_attr_t()
+        pthread_attr_init(&attributes)
+        defer { pthread_attr_destroy(&attributes) }
+        let glibc = CLongThreadsShims_minimumStack(&attributes)
+        #expect(size >= requested + glibc, "the stack holds the work's size and glibc's share")
+        #expect(size - depth >= requested, "at the work's entry, \(size - depth) bytes are left of \(size)")
     }
 
     @Test("a nice value applies to the thread only")

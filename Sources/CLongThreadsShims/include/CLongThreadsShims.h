@@ -24,6 +24,21 @@ long CLongThreadsShims_readOwnMemory(void *into, uintptr_t from, size_t count);
 bool CLongThreadsShims_isFutexSystemCall(long number);
 /// The calling thread's stack size in bytes (pthread_getattr_np), or 0 on failure.
 size_t CLongThreadsShims_currentStackSize(void);
+/// What glibc itself takes of a new thread's stack made with `attr`: its static TLS, its thread
+/// descriptor, a guard page's worth and PTHREAD_STACK_MIN (glibc's `__pthread_get_minstack`, found
+/// at run time as Rust's std finds it; without it, PTHREAD_STACK_MIN plus a page).
+size_t CLongThreadsShims_minimumStack(const pthread_attr_t *attr);
+/// How many times larger a sanitizer makes stack frames in this build: 1 without one; more with
+/// AddressSanitizer (redzones around each local) or ThreadSanitizer (its instrumented calls).
+size_t CLongThreadsShims_sanitizerStackFactor(void);
+/// Test support: fills the calling thread's unused stack, from the lowest usable byte up to 4 KiB
+/// under the caller's frame, with a pattern, so `stackHighWater` can tell how deep it was used.
+void CLongThreadsShims_paintStack(void);
+/// Test support: bytes between the top of the calling thread's stack and the deepest byte changed
+/// since `paintStack`, or 0 if it was never painted.
+size_t CLongThreadsShims_stackHighWater(void);
+/// Test support: bytes between the top of the calling thread's stack and the caller's frame.
+size_t CLongThreadsShims_stackDepth(void);
 /// eventfd(2), non-blocking and close-on-exec.
 int CLongThreadsShims_eventfd(unsigned int initialValue);
 /// Adds 1 to the eventfd `fd` (eventfd_write), retrying on EINTR. An error (only a full counter,

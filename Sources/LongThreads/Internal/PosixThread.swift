@@ -43,8 +43,12 @@ enum PosixThread {
         defer { pthread_attr_destroy(&attributes) }
         var rc: Int32 = 0
         if let stackSize = options.stackSize {
-            // pthread takes 16 KiB; the library's own frames need more (`Options.minimumStackSize`).
-            rc = stackSize < LongThread.Options.minimumStackSize ? EINVAL : pthread_attr_setstacksize(&attributes, stackSize)
+            // The size asked for is the work's; glibc's and the library's share come on top.
+            if let total = StackReserve.stackSize(forWork: stackSize, attributes: &attributes) {
+                rc = pthread_attr_setstacksize(&attributes, total)
+            } else {
+                rc = EINVAL
+            }
         }
         switch options.schedulingPolicy {
         case .fifo(let priority) where rc == 0:

@@ -12,7 +12,7 @@ import Synchronization
 /// - The Swift runtime runs a lazily-initialised static's initialiser, and instantiates its
 ///   type's metadata, where it is first used: the headroom's lock and the thread-specific key
 ///   are made here, off the new thread's stack. (Metadata other code instantiates first on a
-///   loop thread is the reason for `Options.minimumStackSize`.)
+///   loop thread is counted in `StackReserve.ownFrames`.)
 enum ProcessSetUp {
     private static let done = Atomic<Bool>(false)
 

@@ -2,12 +2,10 @@ import CLongThreadsShims
 import Foundation
 
 /// Something attached to a thread's run loop that a stop must end: observers and descriptor
-/// sources (ended when the loop exits) and timers (ended when the stop begins).
+/// sources, ended when the loop exits. (Timers end when the stop begins: `ThreadCore+Stop`.)
 protocol LoopAttachment: AnyObject, Sendable {
     func cancel()
 }
-
-extension LongThreadTimer: LoopAttachment {}
 
 /// Timers, observers, descriptor sources and modes: everything added to the loop besides work.
 /// Each is added under the thread's lock while it accepts work, so nothing is ever added to the
