@@ -92,35 +92,46 @@ public final class TestHarness: @unchecked Sendable {
 
     // MARK: - The gate (loop thread)
 
-    /// Loop thread, before the drain runs an entry (`labels`: the batch's untaken entries from it
-    /// on). Waits while the thread is paused without a permit, servicing timers `advance` asks
-    /// for meanwhile; a stop opens the gate. Begins the stop asked for after the previous item.
-    func gate(_ core: ThreadCore, labels: @autoclosure () -> [String?]) {
+    /// What the loop thread does at the gate before an entry the test holds (`PostKind.isHeld`).
+    enum GateAction {
+        /// Runs the entry.
+        case pass
+        /// Runs the timers `advance` asked for, then comes back.
+        case serviceTimers
+        /// Runs the work posted ahead of the waiting items meanwhile (the user's urgent work, the
+        /// library's own posts: never held), then comes back.
+        case runUrgentItems
+        /// Begins the stop asked for after the previous item, then comes back.
+        case stop(LongThread.PendingWork)
+    }
+
+    /// Loop thread, before the drain runs an entry the test holds (`labels`: the batch's untaken
+    /// entries from it on): what to do. Waits while the thread is paused without a permit and
+    /// nothing else is to be done; a stop opens the gate.
+    func gate(_ core: ThreadCore, labels: @autoclosure () -> [String?]) -> GateAction {
         if let stop = locked({ state -> LongThread.PendingWork? in
             guard let stop = state.stopAfter, state.passed > 0, state.lastPassedLabel == stop.label else { return nil }
             state.stopAfter = nil
             return stop.pending
         }) {
-            core.requestStop(stop)
+            return .stop(stop)
         }
         let labels = labels()
         condition.lock()
+        defer { condition.unlock() }
         state.atGate = true
         state.batchLabels = labels
         condition.broadcast()
         while true {
-            if state.timersRequested > state.timersServiced {
-                condition.unlock()
-                core.engineServiceTimers()
-                condition.lock()
-                continue
-            }
+            if state.timersRequested > state.timersServiced { return .serviceTimers }
+            // Before a permit: work posted ahead of the item runs before it, as on a real thread.
+            if core.hasUrgentWork { return .runUrgentItems }
             if !state.paused || state.permits > 0 { break }
             condition.unlock()
-            let stopping = core.shared.withLock { $0.lifecycle.isStopping }
+            let stopping = core.isStopping
             condition.lock()
             if stopping { break }
-            // Timed: a stop begun on another thread does not signal the gate.
+            // Timed: a stop begun, or urgent work posted, on another thread does not signal the gate.
             _ = condition.wait(until: Date(timeIntervalSinceNow: 0.002))
         }
         if state.permits > 0 { state.permits -= 1 }
@@ -129,7 +140,7 @@ public final class TestHarness: @unchecked Sendable {
         state.passed += 1
         state.lastPassedLabel = labels.first ?? nil
         condition.broadcast()
-        condition.unlock()
+        return .pass
     }
 
     /// Loop thread, as `engineServiceTimers` begins: the requests it answers.
@@ -216,9 +227,9 @@ public final class TestHarness: @unchecked Sendable {
         }
     }
 
-    /// After `VirtualClock.advance` reached a deadline: a running thread runs until idle; a paused
-    /// one keeps its queue for the test, and settles.
-    func settleAfterAdvance() throws(SettleError) {
+    /// `VirtualClock.advance`, before it moves the clock and after each deadline: a running thread
+    /// runs until idle; a paused one keeps its queue for the test, and settles.
+    func settleForClock() throws(SettleError) {
         if isPaused { try settle() } else { try runUntilIdle() }
     }
 
@@ -263,25 +274,43 @@ extension WorkQueue {
 }
 
 extension ThreadCore {
-    /// Loop thread, a harnessed thread's drain, before it runs the batch entry at `index`: waits at
-    /// the harness's gate. Returns false when a discarding stop began meanwhile.
+    /// Loop thread, a harnessed thread's drain, before it runs the batch entry at `index`: an entry
+    /// the test holds (`PostKind.isHeld`) waits at the harness's gate, doing what the gate says
+    /// meanwhile. Returns false when a discarding stop began meanwhile.
     @inline(never)
-    func passGate(at index: Int) -> Bool {
-        guard let harness = options.harness else { return true }
-        harness.gate(self, labels: loop.batch.entries[index...].filter { !$0.isTaken }.map(\.item.label))
-        return !discardRequested
+    func passGate(at index: Int, _ pass: inout DrainPass) -> Bool {
+        guard let harness = options.harness, loop.batch.entries[index].kind.isHeld else { return true }
+        while true {
+            switch harness.gate(self, labels: loop.batch.entries[index...].filter { !$0.isTaken }.map(\.item.label)) {
+            case .pass: return !discardRequested
+            case .serviceTimers: engineServiceTimers()
+            case .runUrgentItems: pass.ran += runUrgentItems()
+            case .stop(let pending): requestStop(pending)
+            }
+        }
     }
-}
 
-extension ThreadCore {
+    /// Any thread: whether work posted ahead of the waiting items waits (`Hints.urgent`).
+    var hasUrgentWork: Bool { hints.load(ordering: .relaxed) & Hints.urgent != 0 }
+
+    /// Any thread: whether a stop has begun.
+    var isStopping: Bool { shared.withLock { $0.lifecycle.isStopping } }
+
+    /// Any thread, a post of `kind`: the refusal a test asked for (`TestHarness.refuseNextPost`),
+    /// taken, when the thread belongs to the test kit and the post is one a test may refuse
+    /// (`PostKind.isRefusable`: never the library's own, never a Swift concurrency job).
+    @inline(__always)
+    func refusalForTest(_ kind: PostKind) -> LongThreadError? {
+        guard kind.isRefusable, hints.load(ordering: .relaxed) & Hints.harnessed != 0 else { return nil }
+        return options.harness?.takeRefusal()
+    }
+
     /// Posting thread, a post that reads the clock (`Hints.stampsPosts`): throws the refusal a
     /// harnessed thread was asked for, or returns the post's time. Out of line: the unstamped
     /// post stays as it was.
     @inline(never)
-    func stampPost() throws(LongThreadError) -> UInt64 {
-        if hints.load(ordering: .relaxed) & Hints.harnessed != 0, let refusal = options.harness?.takeRefusal() {
-            throw refusal
-        }
+    func stampPost(_ kind: PostKind) throws(LongThreadError) -> UInt64 {
+        if let refusal = refusalForTest(kind) { throw refusal }
         return CLongThreadsShims_monotonicNanoseconds()
     }
 }
