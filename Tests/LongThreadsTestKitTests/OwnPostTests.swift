@@ -74,6 +74,21 @@ struct OwnPostTests {
         _ = value
     }
 
+    @Test("right after a release on a paused thread, the queue shows the user's work only and the value is gone")
+    func pendingAfterRelease() throws {
+        let test = try TestThread(name: "kit-release-pending")
+        defer { test.thread.stop() }
+        let destroyed = Latch()
+        var value: ThreadBound<Tracked>? = try ThreadBound(on: test.thread) { Tracked { destroyed.countDown() } }
+        test.isPaused = true
+        try test.thread.perform(label: "next") {}
+        value = nil
+        // No wait on the latch: the thread settles once the library's own work has run.
+        #expect(try test.pendingLabels == ["next"])
+        #expect(destroyed.isOpen)
+        _ = value
+    }
+
     @Test("refuseNextPost is not used up by a ThreadBound value's release: the value goes, the test's next post is refused")
     func releaseIsNotRefused() throws {
         let test = try TestThread(name: "kit-release-refuse")

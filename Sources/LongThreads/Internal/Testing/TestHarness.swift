@@ -4,6 +4,10 @@ import Foundation
 /// What LongThreadsTestKit attaches to one thread (`LongThread.Options.harness`): its virtual
 /// clock, the gate that pauses its queue between items, and the faults a test asks for.
 ///
+/// The gate and the faults apply to the user's posts only, as each post's `PostKind` says: the
+/// library's own posts (`ThreadCore.enqueueOwn`) and Swift concurrency jobs are never refused, and
+/// the gate holds queued work and jobs, never urgent or own work.
+///
 /// A thread without a harness never reads any of this: its drain tests one hint bit per item
 /// (`Hints.harnessed`), in a register already loaded, and its posts test the same word they test
 /// for timing.
@@ -71,7 +75,8 @@ public final class TestHarness: @unchecked Sendable {
 
     // MARK: - Faults
 
-    /// The next post to the thread throws `error` instead of queuing its work.
+    /// The user's next post to the thread (`PostKind.isRefusable`) throws `error` instead of
+    /// queuing its work.
     public func refuseNextPost(with error: LongThreadError) {
         locked { $0.refusal = error }
     }
@@ -123,9 +128,10 @@ public final class TestHarness: @unchecked Sendable {
         state.batchLabels = labels
         condition.broadcast()
         while true {
-            if state.timersRequested > state.timersServiced { return .serviceTimers }
+            // The loop leaves the gate for these (`atGate` false: the thread is not settled).
+            if state.timersRequested > state.timersServiced { return leaveGate(for: .serviceTimers) }
             // Before a permit: work posted ahead of the item runs before it, as on a real thread.
-            if core.hasUrgentWork { return .runUrgentItems }
+            if core.hasUrgentWork { return leaveGate(for: .runUrgentItems) }
             if !state.paused || state.permits > 0 { break }
             condition.unlock()
             let stopping = core.isStopping
@@ -135,12 +141,17 @@ public final class TestHarness: @unchecked Sendable {
             _ = condition.wait(until: Date(timeIntervalSinceNow: 0.002))
         }
         if state.permits > 0 { state.permits -= 1 }
-        state.atGate = false
-        state.batchLabels = []
         state.passed += 1
         state.lastPassedLabel = labels.first ?? nil
+        return leaveGate(for: .pass)
+    }
+
+    /// Under the lock, the loop thread leaving its gate for `action`.
+    private func leaveGate(for action: GateAction) -> GateAction {
+        state.atGate = false
+        state.batchLabels = []
         condition.broadcast()
-        return .pass
+        return action
     }
 
     /// Loop thread, as `engineServiceTimers` begins: the requests it answers.
@@ -239,15 +250,16 @@ public final class TestHarness: @unchecked Sendable {
         try settle()
         guard let core else { return [] }
         return locked { state in
-            state.batchLabels + core.shared.withLock { shared in shared.queue.labels }
+            state.batchLabels + core.shared.withLock { shared in shared.queue.labelsForTest }
         }
     }
 
     /// Waits until the thread waits at its gate or is idle, so that what is pending can be read.
     private func settle() throws(SettleError) {
         guard let core else { return }
+        // At its gate with work posted ahead of the waiting items, the loop is about to run it.
         try waitUntil("its loop to settle") { state in
-            state.atGate || core.shared.withLock { Self.isIdle($0) }
+            (state.atGate && !core.hasUrgentWork) || core.shared.withLock { Self.isIdle($0) }
         }
     }
 
@@ -269,8 +281,13 @@ public final class TestHarness: @unchecked Sendable {
 }
 
 extension WorkQueue {
-    /// The labels of the entries, in the order they run (urgent ones first).
-    var labels: [String?] { urgent.reversed().map(\.item.label) + entries.map(\.item.label) }
+    /// The labels of the user's entries, in the order they run (urgent ones first).
+    var labelsForTest: [String?] { (urgent.reversed() + entries).labelsForTest }
+}
+
+extension Sequence<QueueEntry> {
+    /// The labels of the user's entries waiting among these: a test never sees the library's own.
+    var labelsForTest: [String?] { filter { !$0.isTaken && $0.kind != .own }.map(\.item.label) }
 }
 
 extension ThreadCore {
@@ -281,7 +298,7 @@ extension ThreadCore {
     func passGate(at index: Int, _ pass: inout DrainPass) -> Bool {
         guard let harness = options.harness, loop.batch.entries[index].kind.isHeld else { return true }
         while true {
-            switch harness.gate(self, labels: loop.batch.entries[index...].filter { !$0.isTaken }.map(\.item.label)) {
+            switch harness.gate(self, labels: loop.batch.entries[index...].labelsForTest) {
             case .pass: return !discardRequested
             case .serviceTimers: engineServiceTimers()
             case .runUrgentItems: pass.ran += runUrgentItems()
