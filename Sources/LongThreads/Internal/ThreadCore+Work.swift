@@ -19,7 +19,7 @@ extension ThreadCore: RunLoopEngineDelegate {
     func enqueue(_ item: @autoclosure () -> WorkItem, modes: [RunLoop.Mode]?, kind: PostKind = .queued) throws(LongThreadError) -> Bool {
         // Posts are timed only for someone who listens: the hot path reads no clock otherwise.
         let postedAt = hints.load(ordering: .relaxed) & Hints.stampsPosts != 0 ? try stampPost(kind) : 0
-        return try withLockWaking { (state: inout SharedState, wake: inout Wake) throws(LongThreadError) -> Bool in
+        let foundDraining = try withLockWaking { (state: inout SharedState, wake: inout Wake) throws(LongThreadError) -> Bool in
             guard state.lifecycle.acceptsWork else { throw LongThreadError.stopped }
             let draining = state.queue.consumerActive
             let mustWake: Bool
@@ -42,6 +42,10 @@ extension ThreadCore: RunLoopEngineDelegate {
             wake.forWork(&state)
             return false
         }
+        // A paused test thread's gate runs urgent and own work without a step. Constant-folded
+        // away for queued posts and jobs.
+        if kind.goesFirst, hints.load(ordering: .relaxed) & Hints.harnessed != 0 { noticeForTest() }
+        return foundDraining
     }
 
     /// Any thread: the library's own post (`PostKind.own`): `work` runs on the thread ahead of the

@@ -127,18 +127,17 @@ public final class TestHarness: @unchecked Sendable {
         state.atGate = true
         state.batchLabels = labels
         condition.broadcast()
+        // Every check under the lock, up to the wait that releases it: each change looked at
+        // broadcasts under or after the lock (a step, a pause, `advance`, and through
+        // `threadChanged` a stop or work posted ahead of the waiting items), so none is missed.
+        // The core's lock is taken inside this one, never the other way round.
         while true {
             // The loop leaves the gate for these (`atGate` false: the thread is not settled).
             if state.timersRequested > state.timersServiced { return leaveGate(for: .serviceTimers) }
             // Before a permit: work posted ahead of the item runs before it, as on a real thread.
             if core.hasUrgentWork { return leaveGate(for: .runUrgentItems) }
-            if !state.paused || state.permits > 0 { break }
-            condition.unlock()
-            let stopping = core.isStopping
-            condition.lock()
-            if stopping { break }
-            // Timed: a stop begun, or urgent work posted, on another thread does not signal the gate.
-            _ = condition.wait(until: Date(timeIntervalSinceNow: 0.002))
+            if !state.paused || state.permits > 0 || core.isStopping { break }
+            condition.wait()
         }
         if state.permits > 0 { state.permits -= 1 }
         state.passed += 1
@@ -152,6 +151,15 @@ public final class TestHarness: @unchecked Sendable {
         state.batchLabels = []
         condition.broadcast()
         return action
+    }
+
+    /// Any thread, after a stop began or work was posted ahead of the waiting items: a gate
+    /// waiting looks again.
+    func threadChanged() {
+        // Under the lock: a gate between its checks and its wait holds it, and so hears this.
+        condition.lock()
+        condition.broadcast()
+        condition.unlock()
     }
 
     /// Loop thread, as `engineServiceTimers` begins: the requests it answers.
@@ -305,6 +313,13 @@ extension ThreadCore {
             case .stop(let pending): requestStop(pending)
             }
         }
+    }
+
+    /// Any thread, after a change a paused thread's gate waits for and the harness does not make
+    /// itself: a stop began, or work was posted ahead of the waiting items (`enqueue`).
+    @inline(never)
+    func noticeForTest() {
+        options.harness?.threadChanged()
     }
 
     /// Any thread: whether work posted ahead of the waiting items waits (`Hints.urgent`).
