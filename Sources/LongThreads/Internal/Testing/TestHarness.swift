@@ -135,8 +135,8 @@ public final class TestHarness: @unchecked Sendable {
             // The loop leaves the gate for these (`atGate` false: the thread is not settled).
             if state.timersRequested > state.timersServiced { return leaveGate(for: .serviceTimers) }
             // Before a permit: work posted ahead of the item runs before it, as on a real thread.
-            if core.hasUrgentWork { return leaveGate(for: .runUrgentItems) }
-            if !state.paused || state.permits > 0 || core.isStopping { break }
+            if core.urgentWorkWaitsForTest { return leaveGate(for: .runUrgentItems) }
+            if !state.paused || state.permits > 0 || core.stopBegunForTest { break }
             condition.wait()
         }
         if state.permits > 0 { state.permits -= 1 }
@@ -267,7 +267,7 @@ public final class TestHarness: @unchecked Sendable {
         guard let core else { return }
         // At its gate with work posted ahead of the waiting items, the loop is about to run it.
         try waitUntil("its loop to settle") { state in
-            (state.atGate && !core.hasUrgentWork) || core.shared.withLock { Self.isIdle($0) }
+            (state.atGate && !core.urgentWorkWaitsForTest) || core.shared.withLock { Self.isIdle($0) }
         }
     }
 
@@ -323,10 +323,10 @@ extension ThreadCore {
     }
 
     /// Any thread: whether work posted ahead of the waiting items waits (`Hints.urgent`).
-    var hasUrgentWork: Bool { hints.load(ordering: .relaxed) & Hints.urgent != 0 }
+    var urgentWorkWaitsForTest: Bool { hints.load(ordering: .relaxed) & Hints.urgent != 0 }
 
     /// Any thread: whether a stop has begun.
-    var isStopping: Bool { shared.withLock { $0.lifecycle.isStopping } }
+    var stopBegunForTest: Bool { shared.withLock { $0.lifecycle.isStopping } }
 
     /// Any thread, a post of `kind`: the refusal a test asked for (`TestHarness.refuseNextPost`),
     /// taken, when the thread belongs to the test kit and the post is one a test may refuse
