@@ -24,6 +24,6 @@ extension LongThread {
     public func performAtFrontOfQueue(label: String? = nil, _ work: @escaping @Sendable () -> Void) throws(LongThreadError) {
         // Made before the lock: `make` captures the poster's context (`ContextCarrier`).
         let item = WorkItem.make(work, label: label)
-        try core.enqueue(item, modes: nil, atFront: true)
+        try core.enqueue(item, modes: nil, kind: .urgent)
     }
 }

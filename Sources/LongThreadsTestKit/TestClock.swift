@@ -39,11 +39,15 @@ public final class TestClock: Sendable {
 
     /// Moves the clock forward by `duration`, running what falls due on the way.
     ///
-    /// The clock stops at each deadline on the way, earliest first: the thread whose timers or
-    /// deadline work fall due runs them, on that thread, in their usual order (equal deadlines in
-    /// the order scheduled); a caller whose `sync(timeout:)` or `perform(waitUntilDone:timeout:)`
-    /// times out then is released with `LongThreadError.timedOut`; then every running
-    /// thread of the clock runs its queue until idle, before the next deadline. Work that falls
+    /// First every running thread of the clock runs the work already queued, before the clock
+    /// moves (SwiftNIO's `EmbeddedEventLoop` and swift-clocks' `TestClock` order): a test that
+    /// posts and then advances sees that work run at the time it was posted, however slow the
+    /// thread. Then the clock stops at each deadline on the way, earliest first: the thread whose
+    /// timers or deadline work fall due runs them, on that thread, in their usual order (equal
+    /// deadlines in the order scheduled); a caller whose `sync(timeout:)` or
+    /// `perform(waitUntilDone:timeout:)` times out then is released with
+    /// `LongThreadError.timedOut`; then every running thread of the clock runs its queue until
+    /// idle (the work those timers queued), before the next deadline. Work that falls
     /// due on the way and schedules more work inside the interval (a repeating timer, a retry)
     /// runs too. At the end the clock reads `now + duration`, and every running thread is idle.
     ///

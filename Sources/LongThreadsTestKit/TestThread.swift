@@ -69,9 +69,9 @@ public final class TestThread: Sendable {
 
     // MARK: - Time
 
-    /// Advances ``clock`` by `duration`: what falls due runs in deadline order, then every thread
-    /// of the clock runs until idle (``TestClock/advance(by:)``). A paused thread runs its due
-    /// timers and deadline work but keeps its queue.
+    /// Advances ``clock`` by `duration`: work already queued runs first, then what falls due runs
+    /// in deadline order, each deadline followed by the work it queued (``TestClock/advance(by:)``).
+    /// A paused thread runs its due timers and deadline work but keeps its queue.
     /// - Throws: ``TestThreadError/stillBusy(thread:waitingFor:)``.
     /// - Callable from: any thread or task but the clock's threads. Blocks until done.
     public func advance(by duration: Duration) throws(TestThreadError) {
@@ -86,9 +86,12 @@ public final class TestThread: Sendable {
 
     /// Whether the thread's queued work waits for the test (``runOne()``, ``runUntilIdle()``).
     /// Unpausing lets it run freely again. A stop opens the gate for good: the thread drains or
-    /// discards as the stop says. Not held by the gate: work posted with
-    /// `performAtFrontOfQueue` (it jumps the queue between two items), timers and deadline work
-    /// (they follow the clock), and descriptor-source and observer callouts.
+    /// discards as the stop says. Held by the gate: work queued by `perform`, `sync`, `run` and
+    /// the like, and the jobs of actors pinned to the thread. Not held: work posted with
+    /// `performAtFrontOfQueue` (it jumps the queue between two items), the library's own work (a
+    /// `ThreadBound` value whose last handle is released is destroyed before the next waiting
+    /// item, as on a real thread), timers and deadline work (they follow the clock), and
+    /// descriptor-source and observer callouts.
     /// - Callable from: any thread.
     public var isPaused: Bool {
         get { harness.isPaused }
@@ -141,7 +144,9 @@ public final class TestThread: Sendable {
     /// throws `error` instead of accepting its work; later posts are accepted again. Use
     /// `LongThreadError.queueFull` to test a producer's backpressure path, and
     /// `LongThreadError.stopped` to test its path for a thread that went away.
-    /// Swift concurrency jobs (an actor on the thread) are never refused, as on a real thread.
+    /// Swift concurrency jobs (an actor on the thread) are never refused, as on a real thread, nor
+    /// is the library's own work (a `ThreadBound` value's release): the refusal waits for the
+    /// test's own next post.
     /// - Callable from: any thread.
     public func refuseNextPost(with error: LongThreadError) {
         harness.refuseNextPost(with: error)

@@ -94,7 +94,7 @@ final class BoundStorage<Value: ~Copyable>: BoundValue, @unchecked Sendable {
             return
         }
         // Refused only once a stop has begun: the thread then destroys the value at its end.
-        _ = try? core.enqueue(.fireAndForget { self.destroy() }, modes: nil, atFront: true)
+        core.enqueueOwn { self.destroy() }
     }
 
     // MARK: - Destruction (loop thread)

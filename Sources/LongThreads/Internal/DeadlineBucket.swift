@@ -104,7 +104,7 @@ extension ThreadCore {
     /// Any thread: queues `item` for `deadline` in `modes`; returns the bucket it waits in.
     @discardableResult
     func enqueue(_ item: any WaitingWork, at deadline: ContinuousClock.Instant, modes: [RunLoop.Mode]) throws(LongThreadError) -> DeadlineBucket {
-        if let harness = options.harness, let refusal = harness.takeRefusal() { throw refusal }
+        if let refusal = refusalForTest(.queued) { throw refusal }
         let key = DeadlineKey(deadline: deadline, modes: modes.map(\.rawValue))
         let (bucket, newTimer) = try shared.withLock { (state: inout SharedState) throws(LongThreadError) -> (DeadlineBucket, LongThreadTimer?) in
             guard state.lifecycle.acceptsWork, state.engine != nil else { throw LongThreadError.stopped }
@@ -123,7 +123,8 @@ extension ThreadCore {
         }
         guard let newTimer else { return bucket }
         do throws(LongThreadError) {
-            try schedule(newTimer, after: clockNow.duration(to: deadline), modes: modes)
+            // The bucket's timer is the library's: the refusal a test asked for applied to the post above.
+            try schedule(newTimer, after: clockNow.duration(to: deadline), modes: modes, kind: .own)
         } catch {
             // A stop began since: the bucket's work (this item's included) is discarded.
             bucket.discard()

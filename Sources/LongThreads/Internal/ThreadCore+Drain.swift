@@ -49,7 +49,7 @@ extension ThreadCore {
                 return false
             }
             if loop.batch.entries[index].modes & pass.eligible != 0 {
-                if hints & Hints.harnessed != 0, !passGate(at: index) {
+                if hints & Hints.harnessed != 0, !passGate(at: index, &pass) {
                     pass.end = .discarding
                     return false
                 }
@@ -215,7 +215,7 @@ extension ThreadCore {
     /// a time: an item posted at the front while one runs (by it, or by another thread) is the new
     /// head, ahead of the urgent items still waiting. A discarding stop takes those still queued.
     @inline(never)
-    private func runUrgentItems() -> Int {
+    func runUrgentItems() -> Int {
         var ran = 0
         while var entry = takeNewestUrgent() {
             let postedAt = entry.postedAt

@@ -17,7 +17,7 @@ extension ThreadCore: SerialExecutor, TaskExecutor {
         let job = UnownedJob(job)
         do {
             // Modes nil: the default mode, without building an array per job.
-            try enqueue(.job(job, Unmanaged.passUnretained(self)), modes: nil)
+            try enqueue(.job(job, Unmanaged.passUnretained(self)), modes: nil, kind: .job)
         } catch {
             // With the default mode the only error is `.stopped`: the runtime has nobody to throw
             // to, and a job that never runs hangs its task for ever.

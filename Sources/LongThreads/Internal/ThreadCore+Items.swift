@@ -14,8 +14,9 @@ extension ThreadCore {
     /// Any thread: adds `timer` to the schedule for `delay` from now. A delay below zero is a
     /// deadline already passed, kept as such: timers fire in deadline order, and one whose deadline
     /// passed longer ago goes first (`perform(at:)` with past instants, as NIO and Android order them).
-    func schedule(_ timer: LongThreadTimer, after delay: Duration, modes: [RunLoop.Mode]) throws(LongThreadError) {
-        if let harness = options.harness, let refusal = harness.takeRefusal() { throw refusal }
+    /// `kind`: `.own` for a timer the library schedules for itself (a deadline's bucket).
+    func schedule(_ timer: LongThreadTimer, after delay: Duration, modes: [RunLoop.Mode], kind: PostKind = .queued) throws(LongThreadError) {
+        if let refusal = refusalForTest(kind) { throw refusal }
         let deadline = Self.monotonicDeadline(after: delay, now: clockNanoseconds)
         try withLockWaking { (state: inout SharedState, wake: inout Wake) throws(LongThreadError) in
             guard state.lifecycle.acceptsWork, let engine = state.engine else { throw LongThreadError.stopped }

@@ -33,6 +33,8 @@ extension ThreadCore {
                 return (state.engine, dropped, mustTell, timers)
             }
             guard let (takenEngine, dropped, mustTell, takenTimers) = taken else { return }
+            // A paused test thread's gate opens for a stop.
+            if hints.load(ordering: .relaxed) & Hints.harnessed != 0 { noticeForTest() }
             engine = takenEngine
             timers = takenTimers
             instrument?.record(.stopRequested(name: name, pending: pending))

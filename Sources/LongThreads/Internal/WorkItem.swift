@@ -97,10 +97,13 @@ enum WorkItem {
     }
 }
 
-/// An entry of the queue: the item, the run-loop modes it may run in (`ModeTable` bits), and when
-/// it was posted (monotonic ns; 0 when nobody listens: no instrument, no stall monitor).
+/// An entry of the queue: the item, who posted it (`PostKind`), the run-loop modes it may run in
+/// (`ModeTable` bits), and when it was posted (monotonic ns; 0 when nobody listens: no
+/// instrument, no stall monitor).
 struct QueueEntry {
     var item: WorkItem
+    /// Right after the item: it fits in the item's padding (the entry stays 40 bytes).
+    var kind: PostKind = .queued
     var modes: ModeTable.Mask
     var postedAt: UInt64 = 0
 

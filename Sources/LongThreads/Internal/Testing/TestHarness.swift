@@ -4,6 +4,10 @@ import Foundation
 /// What LongThreadsTestKit attaches to one thread (`LongThread.Options.harness`): its virtual
 /// clock, the gate that pauses its queue between items, and the faults a test asks for.
 ///
+/// The gate and the faults apply to the user's posts only, as each post's `PostKind` says: the
+/// library's own posts (`ThreadCore.enqueueOwn`) and Swift concurrency jobs are never refused, and
+/// the gate holds queued work and jobs, never urgent or own work.
+///
 /// A thread without a harness never reads any of this: its drain tests one hint bit per item
 /// (`Hints.harnessed`), in a register already loaded, and its posts test the same word they test
 /// for timing.
@@ -71,7 +75,8 @@ public final class TestHarness: @unchecked Sendable {
 
     // MARK: - Faults
 
-    /// The next post to the thread throws `error` instead of queuing its work.
+    /// The user's next post to the thread (`PostKind.isRefusable`) throws `error` instead of
+    /// queuing its work.
     public func refuseNextPost(with error: LongThreadError) {
         locked { $0.refusal = error }
     }
@@ -92,42 +97,67 @@ public final class TestHarness: @unchecked Sendable {
 
     // MARK: - The gate (loop thread)
 
-    /// Loop thread, before the drain runs an entry (`labels`: the batch's untaken entries from it
-    /// on). Waits while the thread is paused without a permit, servicing timers `advance` asks
-    /// for meanwhile; a stop opens the gate. Begins the stop asked for after the previous item.
-    func gate(_ core: ThreadCore, labels: @autoclosure () -> [String?]) {
+    /// What the loop thread does at the gate before an entry the test holds (`PostKind.isHeld`).
+    enum GateAction {
+        /// Runs the entry.
+        case pass
+        /// Runs the timers `advance` asked for, then comes back.
+        case serviceTimers
+        /// Runs the work posted ahead of the waiting items meanwhile (the user's urgent work, the
+        /// library's own posts: never held), then comes back.
+        case runUrgentItems
+        /// Begins the stop asked for after the previous item, then comes back.
+        case stop(LongThread.PendingWork)
+    }
+
+    /// Loop thread, before the drain runs an entry the test holds (`labels`: the batch's untaken
+    /// entries from it on): what to do. Waits while the thread is paused without a permit and
+    /// nothing else is to be done; a stop opens the gate.
+    func gate(_ core: ThreadCore, labels: @autoclosure () -> [String?]) -> GateAction {
         if let stop = locked({ state -> LongThread.PendingWork? in
             guard let stop = state.stopAfter, state.passed > 0, state.lastPassedLabel == stop.label else { return nil }
             state.stopAfter = nil
             return stop.pending
         }) {
-            core.requestStop(stop)
+            return .stop(stop)
         }
         let labels = labels()
         condition.lock()
+        defer { condition.unlock() }
         state.atGate = true
         state.batchLabels = labels
         condition.broadcast()
+        // Every check under the lock, up to the wait that releases it: each change looked at
+        // broadcasts under or after the lock (a step, a pause, `advance`, and through
+        // `threadChanged` a stop or work posted ahead of the waiting items), so none is missed.
+        // The core's lock is taken inside this one, never the other way round.
         while true {
-            if state.timersRequested > state.timersServiced {
-                condition.unlock()
-                core.engineServiceTimers()
-                condition.lock()
-                continue
-            }
-            if !state.paused || state.permits > 0 { break }
-            condition.unlock()
-            let stopping = core.shared.withLock { $0.lifecycle.isStopping }
-            condition.lock()
-            if stopping { break }
-            // Timed: a stop begun on another thread does not signal the gate.
-            _ = condition.wait(until: Date(timeIntervalSinceNow: 0.002))
+            // The loop leaves the gate for these (`atGate` false: the thread is not settled).
+            if state.timersRequested > state.timersServiced { return leaveGate(for: .serviceTimers) }
+            // Before a permit: work posted ahead of the item runs before it, as on a real thread.
+            if core.urgentWorkWaitsForTest { return leaveGate(for: .runUrgentItems) }
+            if !state.paused || state.permits > 0 || core.stopBegunForTest { break }
+            condition.wait()
         }
         if state.permits > 0 { state.permits -= 1 }
-        state.atGate = false
-        state.batchLabels = []
         state.passed += 1
         state.lastPassedLabel = labels.first ?? nil
+        return leaveGate(for: .pass)
+    }
+
+    /// Under the lock, the loop thread leaving its gate for `action`.
+    private func leaveGate(for action: GateAction) -> GateAction {
+        state.atGate = false
+        state.batchLabels = []
+        condition.broadcast()
+        return action
+    }
+
+    /// Any thread, after a stop began or work was posted ahead of the waiting items: a gate
+    /// waiting looks again.
+    func threadChanged() {
+        // Under the lock: a gate between its checks and its wait holds it, and so hears this.
+        condition.lock()
         condition.broadcast()
         condition.unlock()
     }
@@ -216,9 +246,9 @@ public final class TestHarness: @unchecked Sendable {
         }
     }
 
-    /// After `VirtualClock.advance` reached a deadline: a running thread runs until idle; a paused
-    /// one keeps its queue for the test, and settles.
-    func settleAfterAdvance() throws(SettleError) {
+    /// `VirtualClock.advance`, before it moves the clock and after each deadline: a running thread
+    /// runs until idle; a paused one keeps its queue for the test, and settles.
+    func settleForClock() throws(SettleError) {
         if isPaused { try settle() } else { try runUntilIdle() }
     }
 
@@ -228,15 +258,16 @@ public final class TestHarness: @unchecked Sendable {
         try settle()
         guard let core else { return [] }
         return locked { state in
-            state.batchLabels + core.shared.withLock { shared in shared.queue.labels }
+            state.batchLabels + core.shared.withLock { shared in shared.queue.labelsForTest }
         }
     }
 
     /// Waits until the thread waits at its gate or is idle, so that what is pending can be read.
     private func settle() throws(SettleError) {
         guard let core else { return }
+        // At its gate with work posted ahead of the waiting items, the loop is about to run it.
         try waitUntil("its loop to settle") { state in
-            state.atGate || core.shared.withLock { Self.isIdle($0) }
+            (state.atGate && !core.urgentWorkWaitsForTest) || core.shared.withLock { Self.isIdle($0) }
         }
     }
 
@@ -258,30 +289,60 @@ public final class TestHarness: @unchecked Sendable {
 }
 
 extension WorkQueue {
-    /// The labels of the entries, in the order they run (urgent ones first).
-    var labels: [String?] { urgent.reversed().map(\.item.label) + entries.map(\.item.label) }
+    /// The labels of the user's entries, in the order they run (urgent ones first).
+    var labelsForTest: [String?] { (urgent.reversed() + entries).labelsForTest }
+}
+
+extension Sequence<QueueEntry> {
+    /// The labels of the user's entries waiting among these: a test never sees the library's own.
+    var labelsForTest: [String?] { filter { !$0.isTaken && $0.kind != .own }.map(\.item.label) }
 }
 
 extension ThreadCore {
-    /// Loop thread, a harnessed thread's drain, before it runs the batch entry at `index`: waits at
-    /// the harness's gate. Returns false when a discarding stop began meanwhile.
+    /// Loop thread, a harnessed thread's drain, before it runs the batch entry at `index`: an entry
+    /// the test holds (`PostKind.isHeld`) waits at the harness's gate, doing what the gate says
+    /// meanwhile. Returns false when a discarding stop began meanwhile.
     @inline(never)
-    func passGate(at index: Int) -> Bool {
-        guard let harness = options.harness else { return true }
-        harness.gate(self, labels: loop.batch.entries[index...].filter { !$0.isTaken }.map(\.item.label))
-        return !discardRequested
+    func passGate(at index: Int, _ pass: inout DrainPass) -> Bool {
+        guard let harness = options.harness, loop.batch.entries[index].kind.isHeld else { return true }
+        while true {
+            switch harness.gate(self, labels: loop.batch.entries[index...].labelsForTest) {
+            case .pass: return !discardRequested
+            case .serviceTimers: engineServiceTimers()
+            case .runUrgentItems: pass.ran += runUrgentItems()
+            case .stop(let pending): requestStop(pending)
+            }
+        }
     }
-}
 
-extension ThreadCore {
+    /// Any thread, after a change a paused thread's gate waits for and the harness does not make
+    /// itself: a stop began, or work was posted ahead of the waiting items (`enqueue`).
+    @inline(never)
+    func noticeForTest() {
+        options.harness?.threadChanged()
+    }
+
+    /// Any thread: whether work posted ahead of the waiting items waits (`Hints.urgent`).
+    var urgentWorkWaitsForTest: Bool { hints.load(ordering: .relaxed) & Hints.urgent != 0 }
+
+    /// Any thread: whether a stop has begun.
+    var stopBegunForTest: Bool { shared.withLock { $0.lifecycle.isStopping } }
+
+    /// Any thread, a post of `kind`: the refusal a test asked for (`TestHarness.refuseNextPost`),
+    /// taken, when the thread belongs to the test kit and the post is one a test may refuse
+    /// (`PostKind.isRefusable`: never the library's own, never a Swift concurrency job).
+    @inline(__always)
+    func refusalForTest(_ kind: PostKind) -> LongThreadError? {
+        guard kind.isRefusable, hints.load(ordering: .relaxed) & Hints.harnessed != 0 else { return nil }
+        return options.harness?.takeRefusal()
+    }
+
     /// Posting thread, a post that reads the clock (`Hints.stampsPosts`): throws the refusal a
     /// harnessed thread was asked for, or returns the post's time. Out of line: the unstamped
     /// post stays as it was.
     @inline(never)
-    func stampPost() throws(LongThreadError) -> UInt64 {
-        if hints.load(ordering: .relaxed) & Hints.harnessed != 0, let refusal = options.harness?.takeRefusal() {
-            throw refusal
-        }
+    func stampPost(_ kind: PostKind) throws(LongThreadError) -> UInt64 {
+        if let refusal = refusalForTest(kind) { throw refusal }
         return CLongThreadsShims_monotonicNanoseconds()
     }
 }

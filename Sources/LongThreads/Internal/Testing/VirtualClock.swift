@@ -121,11 +121,13 @@ public final class VirtualClock: @unchecked Sendable {
         return next
     }
 
-    /// Moves the clock to `target` (never back): each deadline on the way, in order, is reached in
-    /// turn: the clock stops there, the thread whose timers fall due runs them, a caller whose
-    /// timeout passes is released, and every running thread of the clock runs until idle (a
-    /// paused one keeps its queue) before the next deadline. Then the clock is set to `target`,
-    /// and the threads settle again.
+    /// Moves the clock to `target` (never back), in SwiftNIO's `EmbeddedEventLoop.advanceTime` and
+    /// swift-clocks' `TestClock.advance` order: first every running thread of the clock runs the
+    /// work already queued, at the time it was queued (a paused one keeps its queue); then each
+    /// deadline on the way, in order, is reached in turn: the clock stops there, the thread whose
+    /// timers fall due runs them, a caller whose timeout passes is released, and every running
+    /// thread runs until idle (the work those timers queued) before the next deadline. Then the
+    /// clock is set to `target`, and the threads settle again.
     /// - Throws: `TestHarness.SettleError` when a thread stays busy longer than its settle bound.
     public func advance(to target: ContinuousClock.Instant) throws(TestHarness.SettleError) {
         precondition(ThreadCore.current?.options.harness?.clock !== self,
@@ -133,6 +135,7 @@ public final class VirtualClock: @unchecked Sendable {
         advancing.lock()
         defer { advancing.unlock() }
         let targetNanoseconds = nanoseconds(of: target)
+        for harness in harnesses { try harness.settleForClock() }
         while let (deadline, event) = nextEvent(), deadline <= targetNanoseconds {
             move(to: deadline)
             switch event {
@@ -142,10 +145,10 @@ public final class VirtualClock: @unchecked Sendable {
             case .timers(let harness):
                 try harness.serviceTimers()
             }
-            for harness in harnesses { try harness.settleAfterAdvance() }
+            for harness in harnesses { try harness.settleForClock() }
         }
         move(to: targetNanoseconds)
-        for harness in harnesses { try harness.settleAfterAdvance() }
+        for harness in harnesses { try harness.settleForClock() }
     }
 
     private func nanoseconds(of instant: ContinuousClock.Instant) -> UInt64 {
