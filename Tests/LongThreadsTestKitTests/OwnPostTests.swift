@@ -31,13 +31,13 @@ struct OwnPostTests {
         let log = Recorder<String>()
         let ran = Latch()
         try test.thread.perform(label: "queued") { log.record("queued") }
-        #expect(try test.pendingLabels == ["queued"])
+        #expect(test.pendingLabels == ["queued"])
         try test.thread.performAtFrontOfQueue {
             log.record("front")
             ran.countDown()
         }
         #expect(ran.wait(), "front-of-queue work was held by the gate")
-        #expect(try test.pendingLabels == ["queued"])
+        #expect(test.pendingLabels == ["queued"])
         try test.runUntilIdle()
         #expect(log.events == ["front", "queued"])
     }
@@ -49,7 +49,7 @@ struct OwnPostTests {
         let ran = Latch()
         try test.thread.performAtFrontOfQueue { ran.countDown() }
         #expect(ran.wait(), "front-of-queue work was held by the gate")
-        #expect(try test.pendingCount == 0)
+        #expect(test.pendingCount == 0)
     }
 
     @Test("a released ThreadBound value is destroyed on a paused thread before the next waiting item, as on a real one")
@@ -66,7 +66,7 @@ struct OwnPostTests {
         }
         test.isPaused = true
         try test.thread.perform(label: "next") { log.record("next") }
-        #expect(try test.pendingLabels == ["next"])
+        #expect(test.pendingLabels == ["next"])
         value = nil
         #expect(destroyed.wait(), "the value's destruction was held by the gate")
         #expect(try test.runOne())
@@ -84,7 +84,7 @@ struct OwnPostTests {
         try test.thread.perform(label: "next") {}
         value = nil
         // No wait on the latch: the thread settles once the library's own work has run.
-        #expect(try test.pendingLabels == ["next"])
+        #expect(test.pendingLabels == ["next"])
         #expect(destroyed.isOpen)
         _ = value
     }

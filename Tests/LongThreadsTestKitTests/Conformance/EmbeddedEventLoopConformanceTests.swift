@@ -29,7 +29,7 @@ struct EmbeddedEventLoopConformanceTests {
         defer { test.thread.stop() }
         let ran = Counter()
         try test.thread.perform { ran.increment() }
-        #expect(try test.pendingCount == 1)
+        #expect(test.pendingCount == 1)
         #expect(ran.value == 0)
         try test.runUntilIdle()
         #expect(ran.value == 1)
@@ -41,7 +41,7 @@ struct EmbeddedEventLoopConformanceTests {
         defer { test.thread.stop() }
         let runs = Counter()
         for _ in 0..<3 { try test.thread.perform { runs.increment() } }
-        #expect(try test.pendingCount == 3)
+        #expect(test.pendingCount == 3)
         #expect(runs.value == 0)
         try test.runUntilIdle()
         #expect(runs.value == 3)
