@@ -306,6 +306,7 @@ final class StallMonitorState: Sendable {
         let label = core.watch.runningLabel.withLock { $0.start == start ? $0.label : nil }
         var stack: [StallMonitor.Frame] = []
         var stackNote: String?
+        var stackSource = StallMonitor.Report.StackSource.unavailable
         var kernelWait: StallMonitor.KernelWait?
         if !capturesStacks {
             stackNote = StackSampler.Failure.disabled.note
@@ -314,42 +315,63 @@ final class StallMonitorState: Sendable {
             stackNote = "the callout began before the watch; its stack is not captured"
         } else {
             switch Self.whereabouts(of: core, start: start) {
-            case .stack(let frames): stack = frames
-            case .kernel(let wait):
+            case .signalled(let frames):
+                stack = frames
+                stackSource = .signal
+            case .walked(let frames, let wait):
+                (stack, kernelWait) = (frames, wait)
+                stackSource = frames.isEmpty ? .unavailable : .kernelWaitRecord
+                if frames.isEmpty { stackNote = "asleep in the kernel; no frame could be walked from its wait record" }
+            case .asleep(let wait, let why):
                 kernelWait = wait
-                stackNote = "asleep in the kernel: not interrupted for its stack"
+                stackNote = "asleep in the kernel; \(why)"
             case .failure(let failure): stackNote = failure.note
             }
         }
-        let report = StallMonitor.Report(
+        var report = StallMonitor.Report(
             kind: .slowDispatch, threadName: core.name, label: label, duration: .nanoseconds(nanoseconds),
             queueDepth: core.pendingCount, stack: stack, stackNote: stackNote, kernelWait: kernelWait
         )
+        report.stackSource = stackSource
         core.instrument?.record(.stall(report))
         handler(report)
     }
 
-    /// Where the stalled thread is, without disturbing a thread asleep in the kernel.
+    /// Where the stalled thread is, and how its stack was taken.
     private enum Whereabouts {
-        case stack([StallMonitor.Frame])
-        case kernel(StallMonitor.KernelWait)
+        /// Taken with the signal: running, or asleep in a wait the kernel restarts unseen.
+        case signalled([StallMonitor.Frame])
+        /// Walked from the kernel's wait record, the thread asleep and not interrupted.
+        case walked([StallMonitor.Frame], StallMonitor.KernelWait)
+        /// Asleep, but its stack could not be walked: why.
+        case asleep(StallMonitor.KernelWait, String)
         case failure(StackSampler.Failure)
     }
 
-    /// A thread asleep in a system call is not signalled (the handler would cut its call short:
-    /// a blocking `write` returned a short count): its wait is read from `/proc`, and trusted only
-    /// if the same callout still runs after the read. A running thread's stack is captured (so is
-    /// one whose `syscall` file cannot be read), and so is that of a thread in a futex wait (a
-    /// lock, a condition), which the kernel restarts unseen after the handler (`SA_RESTART`): the
-    /// commonest stall keeps its stack.
+    /// A thread asleep in a system call that a handler would disturb (a `write` that has moved
+    /// bytes returns a short count, `poll` and the sleeps return early) is not signalled: its
+    /// stack is walked from the kernel's wait record (`WaitStackWalker`), and trusted only if the
+    /// record is the same after the walk (it slept in the same call all along) and the same
+    /// callout still runs. A running thread's stack is captured with the signal (so is one whose
+    /// `syscall` file cannot be read), and so is that of a thread asleep in a call the kernel
+    /// restarts unseen after the handler (`SA_RESTART`, nothing transferred: a lock, a condition,
+    /// a `read`, an `accept`).
     private static func whereabouts(of core: ThreadCore, start: UInt64) -> Whereabouts {
         let tid = core.watch.kernelThreadID.load(ordering: .relaxed)
-        if tid != 0, let wait = KernelWaitReader.wait(ofThread: tid), !wait.isRestartedUnseen {
+        // Twice at most: a thread that woke during the first walk is looked at afresh.
+        for attempt in 0..<2 {
+            guard tid != 0, let wait = KernelWaitReader.wait(ofThread: tid), !wait.isRestartedUnseen else { break }
+            guard let stackPointer = wait.userStackPointer, let instruction = wait.userInstruction else {
+                return .asleep(wait, "the kernel's wait record gives no stack pointer")
+            }
+            let addresses = WaitStackWalker.walk(stackPointer: stackPointer, instruction: instruction)
+            let slept = KernelWaitReader.systemCallRecord(ofThread: tid) == wait.record
             guard core.watch.calloutStartedAt.load(ordering: .sequentiallyConsistent) == start else { return .failure(.ended) }
-            return .kernel(wait)
+            if slept { return .walked(StackSampler.symbolicate(addresses), wait) }
+            if attempt == 1 { return .asleep(wait, "it woke twice while its stack was walked from its wait record") }
         }
         switch StackSampler.capture(core, start: start) {
-        case .success(let frames): return .stack(frames)
+        case .success(let frames): return .signalled(frames)
         case .failure(let failure): return .failure(failure)
         }
     }
