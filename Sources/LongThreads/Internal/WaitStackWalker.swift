@@ -173,13 +173,20 @@ struct ExecutableMappings {
             guard bounds.count == 2, let start = UInt(bounds[0], radix: 16), let end = UInt(bounds[1], radix: 16) else { return nil }
             let path = fields.count == 6 ? fields[5].trimmingPrefix(while: { $0 == " " }) : ""
             return Mapping(start: start, end: end, path: String(path))
-        }
+        }.sorted { $0.start < $1.start }
     }
 
     /// The path of the image whose code holds `address` (`""` for anonymous code), or nil when
     /// the address is not in executable memory.
     func image(at address: UInt) -> String? {
-        mappings.first { $0.start <= address && address < $0.end }?.path
+        var low = 0
+        var high = mappings.count
+        while low < high { // the first mapping that starts above `address`
+            let middle = (low + high) / 2
+            if mappings[middle].start <= address { low = middle + 1 } else { high = middle }
+        }
+        guard low > 0, address < mappings[low - 1].end else { return nil }
+        return mappings[low - 1].path
     }
 }
 
