@@ -155,24 +155,28 @@ enum StackSampler {
                 ))
             }
         }
+        // Image files are opened here, under `excludingCF` (see `symbolicate`).
+        let openImage: (String) -> Int32 = { open($0, O_RDONLY | O_CLOEXEC) }
+        for entry in addresses where named[entry.address] == nil {
+            named[entry.address] = [nameFromImage(entry.address, isReturnAddress: entry.index != 0, images: images, opening: openImage)]
+        }
         names.withLock { cache in
             if cache.count > 4_096 { cache.removeAll() }
-            for entry in addresses {
-                cache[entry.address] = named[entry.address]
-                    ?? [nameFromImage(entry.address, isReturnAddress: entry.index != 0, images: images)]
-            }
+            for entry in addresses { cache[entry.address] = named[entry.address] }
         }
     }
 
     /// A frame the symbolicator left unnamed, named from its image's `.symtab`, else `.dynsym`
     /// (a stripped library's exported functions); else its address and offset in the image.
-    private static func nameFromImage(_ address: UInt, isReturnAddress: Bool, images: ImageMap) -> StallMonitor.Frame {
+    private static func nameFromImage(
+        _ address: UInt, isReturnAddress: Bool, images: ImageMap, opening: (String) -> Int32
+    ) -> StallMonitor.Frame {
         var frame = StallMonitor.Frame(address: address, symbol: nil, image: nil, offset: 0, isLibrary: false)
         guard let index = images.indexOfImage(at: Backtrace.Address(UInt64(address))) else { return frame }
         let image = images[index]
         frame.image = image.name
         guard let path = image.path, let base = UInt64(image.baseAddress).map(UInt.init) else { return frame }
-        let symbols = ElfSymbols.of(path: path)
+        let symbols = ElfSymbols.of(path: path, opening: opening)
         // The map's base is where the lowest loadable segment landed.
         let loadBias = base &- (symbols?.lowestLoadAddress ?? 0)
         let inImage = address &- loadBias

@@ -37,7 +37,8 @@ import Synchronization
 ///   (`pthread_mutex_lock`, `pthread_cond_wait`, `NSLock`, `NSCondition`, `Mutex`, semaphores),
 ///   `read`, `readv`, `recv`/`recvfrom`/`recvmsg` without `MSG_WAITALL`, `accept`, `accept4`,
 ///   `wait4`, `waitid`, `flock`, `fcntl(F_SETLKW)`; not on a socket with a receive timeout
-///   (`SO_RCVTIMEO`, when the kernel returns `EINTR` instead). The monitor sends that thread alone
+///   (`SO_RCVTIMEO`, when the kernel returns `EINTR` instead), nor in disk sleep (`D`: the thread
+///   would answer only once its I/O is done, so it is walked). The monitor sends that thread alone
 ///   a real-time signal (`SIGRTMIN + 6`) with `tgkill`, only after checking, under a protocol the
 ///   loop thread takes part in, that the same callout still runs; if the callout ends meanwhile,
 ///   the loop waits at its next callout boundary until the capture is over, so the signal lands in
@@ -379,7 +380,9 @@ final class StallMonitorState: Sendable {
         let tid = core.watch.kernelThreadID.load(ordering: .relaxed)
         // Twice at most: a thread that woke during the first walk is looked at afresh.
         for attempt in 0..<2 {
-            guard tid != 0, let wait = KernelWaitReader.wait(ofThread: tid), !wait.isRestartedUnseen else { break }
+            // A thread in disk sleep (`D`) would answer the signal only once its I/O is done: walked too.
+            guard tid != 0, let wait = KernelWaitReader.wait(ofThread: tid),
+                  !wait.isRestartedUnseen || wait.state == .diskSleep else { break }
             guard let stackPointer = wait.userStackPointer, let instruction = wait.userInstruction else {
                 return .asleep(wait, "the kernel's wait record gives no stack pointer")
             }

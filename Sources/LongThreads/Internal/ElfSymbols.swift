@@ -24,10 +24,11 @@ struct ElfSymbols: Sendable {
 
     private static let cache = Locked<[String: ElfSymbols?]>([:])
 
-    /// The table of the image at `path`, read once; nil when it cannot be read.
-    static func of(path: String) -> ElfSymbols? {
+    /// The table of the image at `path`, read once; nil when it cannot be read. `opening` opens
+    /// the file read-only (the caller's, under the descriptor headroom's lock).
+    static func of(path: String, opening: (String) -> Int32) -> ElfSymbols? {
         if let known = cache.withLock({ $0[path] }) { return known }
-        let read = ElfSymbols(path: path)
+        let read = ElfSymbols(path: path, opening: opening)
         cache.withLock { cache in
             if cache.count > 256 { cache.removeAll() }
             cache[path] = read
@@ -51,8 +52,8 @@ struct ElfSymbols: Sendable {
         return nil
     }
 
-    private init?(path: String) {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
+    private init?(path: String, opening: (String) -> Int32) {
+        let fd = opening(path)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
         let file = ElfFile(fd: fd)
