@@ -147,9 +147,15 @@ let package = Package(
             dependencies: ["LongThreads", "CLongThreadsShims"],
             path: "Tests/LongThreadsTestSupport"
         ),
+        // A C library with frames of its own for the stall monitor's tests: a wait reached through C.
+        .target(
+            name: "CStallFixtures",
+            path: "Tests/CStallFixtures",
+            cSettings: [.unsafeFlags(["-fno-omit-frame-pointer", "-fno-optimize-sibling-calls"])]
+        ),
         .testTarget(
             name: "LongThreadsTests",
-            dependencies: ["LongThreads", "CLongThreadsShims", "LongThreadsTestSupport"],
+            dependencies: ["LongThreads", "CLongThreadsShims", "LongThreadsTestSupport", "CStallFixtures"],
             path: "Tests/LongThreadsTests"
         ),
         .testTarget(

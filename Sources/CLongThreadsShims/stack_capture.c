@@ -14,14 +14,18 @@
 // _dl_find_object (glibc 2.35 and later), which takes no lock. errno is saved and restored.
 #define _GNU_SOURCE
 #include "CLongThreadsShims_StackCapture.h"
+#include "CLongThreadsShims.h"
 
 #include <pthread.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <execinfo.h>
 #include <linux/futex.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <ucontext.h>
@@ -163,4 +167,38 @@ int CLongThreadsShims_stackCapture(int32_t tid, int64_t timeoutNanoseconds, uint
 
 int CLongThreadsShims_stackCaptureSignalThread(int32_t tid) {
     return syscall(SYS_tgkill, getpid(), tid, CLongThreadsShims_stackCaptureSignal()) == 0 ? 0 : errno;
+}
+
+/// Whether `fd` is a socket with a receive timeout: its blocking reads and accepts return EINTR
+/// after a handler, SA_RESTART or not. The descriptor is the stalled thread's, in this process.
+static bool hasReceiveTimeout(uint64_t fd) {
+    struct stat status;
+    if (fd > INT32_MAX || fstat((int)fd, &status) != 0 || !S_ISSOCK(status.st_mode)) return false;
+    struct timeval timeout = { 0, 0 };
+    socklen_t size = sizeof timeout;
+    if (getsockopt((int)fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, &size) != 0) return true; // unknown: assume so
+    return timeout.tv_sec != 0 || timeout.tv_usec != 0;
+}
+
+bool CLongThreadsShims_stackCaptureRestartsUnseen(long number, const uint64_t arguments[6]) {
+    if (CLongThreadsShims_isFutexSystemCall(number)) return true;
+    switch (number) {
+    case SYS_read:
+    case SYS_readv:
+    case SYS_accept:
+    case SYS_accept4:
+        return !hasReceiveTimeout(arguments[0]);
+    case SYS_recvfrom:
+        return (arguments[3] & MSG_WAITALL) == 0 && !hasReceiveTimeout(arguments[0]);
+    case SYS_recvmsg:
+        return (arguments[2] & MSG_WAITALL) == 0 && !hasReceiveTimeout(arguments[0]);
+    case SYS_wait4:
+    case SYS_waitid:
+    case SYS_flock:
+        return true;
+    case SYS_fcntl:
+        return arguments[1] == F_SETLKW || arguments[1] == F_OFD_SETLKW;
+    default:
+        return false;
+    }
 }

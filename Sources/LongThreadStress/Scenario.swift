@@ -76,9 +76,9 @@ struct CycleResult {
 /// The slow-dispatch reports a stall monitor delivered, by what they carry.
 struct StallCounts {
     var reports = 0
-    /// Reports with the stalled thread's stack: the capture signal was sent and handled.
+    /// Reports with the stalled thread's stack taken with the capture signal: sent and handled.
     var withStack = 0
-    /// Reports of a thread asleep in the kernel (read from /proc, no signal sent).
+    /// Reports of a thread asleep in the kernel (its stack walked from /proc's record, no signal sent).
     var inKernel = 0
 
     static func += (total: inout StallCounts, more: StallCounts) {
@@ -98,7 +98,7 @@ final class StallRecorder: @unchecked Sendable {
         guard report.kind == .slowDispatch else { return }
         lock.withLock {
             counts.reports += 1
-            if !report.stack.isEmpty { counts.withStack += 1 }
+            if report.stackSource == .signal { counts.withStack += 1 }
             if report.kernelWait != nil { counts.inKernel += 1 }
         }
     }

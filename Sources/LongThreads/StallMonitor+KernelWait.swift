@@ -2,17 +2,17 @@ import CLongThreadsShims
 import Glibc
 
 extension StallMonitor {
-    /// Where a stalled thread that was asleep in the kernel waited, read from `/proc` instead of
-    /// interrupting it for its stack (``Report/kernelWait``).
+    /// Where a stalled thread that was asleep in the kernel waited, read from `/proc`
+    /// (``Report/kernelWait``).
     ///
-    /// A thread asleep in a system call other than a futex wait is never sent the capture
-    /// signal: a handler would cut short what it waits in (a blocking `write` to a full pipe
-    /// returns a short count, `usleep` and `poll` return early). The monitor reads
-    /// `/proc/self/task/<tid>/syscall`, `/proc/self/task/<tid>/stat` and
-    /// `/proc/self/task/<tid>/wchan` instead, which disturbs nothing. The `syscall` file alone
-    /// decides: a thread it shows running (one that woke since the stall was seen), or a file
-    /// that cannot be read, gets its stack captured; so does a futex wait, which the kernel
-    /// restarts unseen.
+    /// Before it looks at a stalled thread, the monitor reads `/proc/self/task/<tid>/syscall`, and
+    /// `/proc/self/task/<tid>/stat` and `/proc/self/task/<tid>/wchan` for the details, which
+    /// disturbs nothing. The `syscall` file alone decides how the stack is taken: a thread it
+    /// shows running (or a file that cannot be read) takes the capture signal; so does one asleep
+    /// in a call the kernel restarts unseen after the handler (a futex wait, a `read` that has
+    /// moved nothing, ...); any other wait keeps sleeping while its stack is walked from the
+    /// stack pointer and instruction this record gives (see "What a report contains" in
+    /// ``StallMonitor``).
     ///
     /// - Threading: a value; reports are handed to the monitor's handler on its thread.
     public struct KernelWait: Sendable, Hashable, CustomStringConvertible {
@@ -76,12 +76,26 @@ extension StallMonitor {
         /// kernel does not say.
         public var caller: Frame?
 
-        /// Whether the thread waits in a futex (a lock, a condition): the kernel restarts that
-        /// wait after a handler installed with `SA_RESTART` as if nothing happened, so the
-        /// monitor may signal the thread for its stack instead. Decided by number, so that it
-        /// holds on every architecture (`futex`, `futex_time64`, `futex_waitv`, `futex_wait`).
+        /// The kernel's record as read (`/proc/self/task/<tid>/syscall`): read again after a walk,
+        /// the same record says the thread slept in the same call all along.
+        var record = ""
+        /// The system call's six arguments, as the kernel's record gives them (empty outside a call).
+        var arguments: [UInt64] = []
+        /// The user stack pointer and the instruction after the call, from the kernel's record:
+        /// where the walk of a sleeping thread's stack starts. Nil when the record has none.
+        var userStackPointer: UInt?
+        var userInstruction: UInt?
+
+        /// Whether the kernel restarts this wait after a handler installed with `SA_RESTART` as
+        /// if nothing happened, with nothing transferred yet (a futex wait, a `read`, an
+        /// `accept`, ...: `CLongThreadsShims_stackCaptureRestartsUnseen`), so that the monitor may
+        /// signal the thread for its stack. Decided by number, so that it holds on every
+        /// architecture.
         var isRestartedUnseen: Bool {
-            systemCall.map { CLongThreadsShims_isFutexSystemCall($0) } ?? false
+            guard let systemCall else { return false }
+            var arguments = arguments
+            arguments += repeatElement(0, count: max(0, 6 - arguments.count))
+            return CLongThreadsShims_stackCaptureRestartsUnseen(systemCall, arguments)
         }
 
         /// `sleeping in system call write (wait channel pipe_write), called from
@@ -103,8 +117,14 @@ enum KernelWaitReader {
     static func wait(ofThread tid: Int32) -> StallMonitor.KernelWait? {
         let task = "/proc/self/task/\(tid)"
         // The system call file decides alone: `stat`, read apart from it, may be older or newer.
-        guard let syscall = read("\(task)/syscall") else { return nil }
+        guard let syscall = systemCallRecord(ofThread: tid) else { return nil }
         return wait(syscall: syscall, stat: read("\(task)/stat"), wchan: read("\(task)/wchan"))
+    }
+
+    /// The thread's `/proc/self/task/<tid>/syscall` line: read again after a walk, the same line
+    /// says the thread slept in the same call all along.
+    static func systemCallRecord(ofThread tid: Int32) -> String? {
+        read("/proc/self/task/\(tid)/syscall")
     }
 
     /// The wait `/proc/.../syscall` describes: "nr arg1 ... arg6 sp pc" (asleep in call `nr`),
@@ -114,12 +134,19 @@ enum KernelWaitReader {
         let fields = syscall.split(whereSeparator: \.isWhitespace)
         guard let number = fields.first.flatMap({ Int($0) }) else { return nil }
         var wait = StallMonitor.KernelWait(state: stat.flatMap(state(inStat:)) ?? .other("?"))
+        wait.record = syscall
+        let addresses = fields.dropFirst().map { UInt64($0.dropFirst(2), radix: 16) }
         if number >= 0 {
             wait.systemCall = number
             wait.systemCallName = systemCallNames[number]
-            if fields.count >= 9, let pc = UInt(fields[8].dropFirst(2), radix: 16), pc != 0 {
-                wait.caller = StackSampler.symbolicate([pc]).first
-            }
+            wait.arguments = addresses.prefix(6).map { $0 ?? 0 }
+        }
+        // The last two fields: the user stack pointer and the instruction after the call.
+        if addresses.count >= 2, let sp = addresses[addresses.count - 2], let pc = addresses[addresses.count - 1],
+           sp != 0, pc != 0 {
+            wait.userStackPointer = UInt(sp)
+            wait.userInstruction = UInt(pc)
+            if number >= 0 { wait.caller = StackSampler.symbolicate([UInt(pc)]).first }
         }
         if let wchan, !wchan.isEmpty, wchan != "0" { wait.waitChannel = wchan }
         return wait
@@ -134,15 +161,9 @@ enum KernelWaitReader {
 
     /// A small `/proc` file, whole, without its trailing newline.
     private static func read(_ path: String) -> String? {
-        let fd = DescriptorHeadroom.openBriefly(path)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var bytes = [UInt8](repeating: 0, count: 512)
-        let count = bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-        guard count > 0 else { return nil }
-        var text = String(decoding: bytes[..<count], as: UTF8.self)
+        guard var text = ProcFile.read(path) else { return nil }
         while text.last == "\n" { text.removeLast() }
-        return text
+        return text.isEmpty ? nil : text
     }
 
     /// The common blocking system calls, by number on this architecture; for descriptions only

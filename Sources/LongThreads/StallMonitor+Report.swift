@@ -12,6 +12,33 @@ extension StallMonitor {
             case slowDelivery
         }
 
+        /// How a report's ``Report/stack`` was taken.
+        ///
+        /// - Threading: a value.
+        public enum StackSource: Sendable, Hashable, CustomStringConvertible {
+            /// With the capture signal, from the thread itself: it was running, or asleep in a
+            /// call the kernel restarts unseen after the handler (a futex wait, a `read` that had
+            /// moved nothing, ...).
+            case signal
+            /// Walked from the kernel's wait record (`/proc/self/task/<tid>/syscall`: the stack
+            /// pointer and instruction of the call) by frame pointers, the thread asleep and not
+            /// interrupted: a `write` that had moved bytes, `poll`, `select`, `epoll_wait`, a sleep.
+            /// ``Report/kernelWait`` says what it waited in.
+            case kernelWaitRecord
+            /// No stack: ``Report/stackNote`` says why.
+            case unavailable
+
+            /// `taken with a signal`, `read from the kernel's wait record, not interrupted`, or
+            /// `not available`.
+            public var description: String {
+                switch self {
+                case .signal: "taken with a signal"
+                case .kernelWaitRecord: "read from the kernel's wait record, not interrupted"
+                case .unavailable: "not available"
+                }
+            }
+        }
+
         /// Which kind of stall this is.
         public var kind: Kind
         /// The stalled thread's name.
@@ -25,24 +52,32 @@ extension StallMonitor {
         /// taken into its batch and not yet started).
         public var queueDepth: Int
         /// The stalled thread's stack while the callout ran, innermost frame first, with the
-        /// library's frames marked and the run loop's frames under the work trimmed. Empty for
-        /// ``Kind/slowDelivery``, and when the stack could not be captured (see ``stackNote``).
-        /// The unwinder (`backtrace(3)`) can stop early: seen once, a sample taken 9 bytes into
-        /// `NSCondition.lock()` (libFoundation) gave that one frame and none of its callers.
+        /// library's frames marked and the run loop's frames under the work trimmed; how it was
+        /// taken is ``stackSource``. Empty for ``Kind/slowDelivery``, and when the stack could not
+        /// be taken (see ``stackNote``). Either unwinder can stop early: `backtrace(3)` (the
+        /// signal's) was seen once to give a sample taken 9 bytes into `NSCondition.lock()`
+        /// (libFoundation) and none of its callers; the walk from the wait record ends at the first
+        /// caller built without frame pointers.
         public var stack: [StallMonitor.Frame]
         /// Why ``stack`` is empty for a ``Kind/slowDispatch`` report (capture off, the callout
-        /// ended meanwhile, the thread blocks the signal, the thread was asleep in the kernel);
-        /// nil otherwise.
+        /// ended meanwhile, the thread blocks the signal, its stack could not be walked); nil
+        /// otherwise.
         public var stackNote: String?
-        /// For a ``Kind/slowDispatch`` report of a thread asleep in the kernel (a blocking system
-        /// call such as `read`, `write` or `poll`, or a page fault), which it was not interrupted
-        /// in: where it waited, in place of ``stack``. Nil when the thread was running, and when
-        /// it waited in a futex (a lock, a condition: the kernel restarts that wait unseen): then
-        /// ``stack`` has its frames. Nil for ``Kind/slowDelivery`` too. See "What a report contains" in ``StallMonitor``.
+        /// For a ``Kind/slowDispatch`` report of a thread asleep in the kernel in a call that is
+        /// not signalled (a `write` that had moved bytes, `poll`, `select`, a sleep, or a page
+        /// fault): what it waited in (the system call, the wait channel, the C library function
+        /// that made the call); ``stack`` then holds the frames walked from that wait. Nil when
+        /// the thread was running, or waited in a call the kernel restarts unseen (a lock, a
+        /// condition, a `read`): then the signal took ``stack``. Nil for ``Kind/slowDelivery``
+        /// too. See "What a report contains" in ``StallMonitor``.
         public var kernelWait: StallMonitor.KernelWait? = nil
+        /// How ``stack`` was taken: ``StackSource/unavailable`` when it is empty (and for
+        /// ``Kind/slowDelivery``).
+        public var stackSource: StackSource = .unavailable
 
-        /// One line for logs (the thread, the kind, the label, the time), then the stack, one
-        /// frame per line.
+        /// One line for logs (the thread, the kind, the label, the time, how the stack was taken
+        /// or why there is none), the kernel wait if any, then the stack, one frame per line
+        /// (``Frame/description``).
         public var description: String {
             let millis = Int(Double(duration.components.seconds) * 1000 + Double(duration.components.attoseconds) / 1e15)
             let thread = "LongThread \(threadName.map { "\"\($0)\"" } ?? "(unnamed)")"
@@ -55,7 +90,9 @@ extension StallMonitor {
                 let what = label.map { "task \"\($0)\"" } ?? "an item"
                 text = "\(thread) delivered late: \(what) started \(millis) ms after its post, \(queueDepth) waiting"
             }
-            if let stackNote { text += " (\(stackNote))" }
+            if kind == .slowDispatch {
+                text += stackSource == .unavailable ? " (no stack: \(stackNote ?? "not captured"))" : " (stack \(stackSource))"
+            }
             if let kernelWait { text += "\n  asleep in the kernel: \(kernelWait)" }
             for (index, frame) in stack.enumerated() { text += "\n  #\(index) \(frame)" }
             return text

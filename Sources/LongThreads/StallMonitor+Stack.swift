@@ -2,27 +2,43 @@ import CLongThreadsShims
 import Glibc
 @_spi(Internal) @_spi(MemoryReaders) import Runtime // Backtrace from captured addresses (pinned toolchain: 6.3)
 
+/// The Swift runtime's demangler (exported by libswiftCore): a malloc'd string, or nil when `name`
+/// is not a Swift symbol.
+@_silgen_name("swift_demangle")
+private func swiftDemangle(
+    _ mangledName: UnsafePointer<CChar>?, _ mangledNameLength: UInt, _ outputBuffer: UnsafeMutablePointer<CChar>?,
+    _ outputBufferSize: UnsafeMutablePointer<UInt>?, _ flags: UInt32
+) -> UnsafeMutablePointer<CChar>?
+
 extension StallMonitor {
     /// One frame of a stalled thread's stack, innermost first.
     public struct Frame: Sendable, Hashable, CustomStringConvertible {
         /// The instruction address: the interrupted one for the first frame, a return address
         /// for the others.
         public var address: UInt
-        /// The function's name, demangled; nil when the image does not export it (a `private`
-        /// or `static` function), then ``offset`` counts from the image's start.
+        /// The function's name, Swift names demangled: from the image's `.symtab`, else from its
+        /// `.dynsym` (a stripped library's exported functions). Nil when neither names the
+        /// address (a `static` function of a stripped library, code outside any image); then
+        /// ``offset`` counts from the image's load address.
         public var symbol: String?
-        /// The file name of the executable or shared library the address is in.
+        /// The file name of the executable or shared library the address is in; nil outside any.
         public var image: String?
-        /// How far into ``symbol`` (or into the image) the address is.
+        /// How far into ``symbol`` the address is; with no symbol, the address in the image as its
+        /// file numbers it (its virtual address, the one `addr2line -e <image>` takes), or 0
+        /// outside any image.
         public var offset: UInt
         /// Whether the frame belongs to LongThreads or to the run loop under it (CoreFoundation,
         /// Foundation's run loop), rather than to the work that stalled.
         public var isLibrary: Bool
 
-        /// `symbol + offset (image)`, with `[LongThreads]` for the library's frames.
+        /// `symbol + offset (image)` with the offset in decimal, or, when nothing names the
+        /// address, `0x<address> (image + 0x<offset>)` (`0x<address> (?)` outside any image);
+        /// ` [LongThreads]` follows the library's frames.
         public var description: String {
-            let name = symbol ?? "0x" + String(address, radix: 16)
-            return "\(name) + \(offset) (\(image ?? "?"))\(isLibrary ? " [LongThreads]" : "")"
+            let marker = isLibrary ? " [LongThreads]" : ""
+            if let symbol { return "\(symbol) + \(offset) (\(image ?? "?"))\(marker)" }
+            let place = image.map { "\($0) + 0x\(String(offset, radix: 16))" } ?? "?"
+            return "0x\(String(address, radix: 16)) (\(place))\(marker)"
         }
     }
 }
@@ -112,7 +128,8 @@ enum StackSampler {
     }
 
     /// Names `addresses` with the toolchain's symbolicator (ELF symbol tables: private functions
-    /// too) and caches the frames of each.
+    /// too), then, for what it leaves unnamed, from the image's own `.symtab` or `.dynsym`
+    /// (`ElfSymbols`), and caches the frames of each.
     private static func name(_ addresses: [(index: Int, address: UInt)]) {
         // The first captured address is the interrupted instruction; the others return addresses
         // (the symbolicator looks one byte back for those).
@@ -127,26 +144,59 @@ enum StackSampler {
         if let symbolicated = backtrace.symbolicated(with: images, options: [.useSymbolCache]) {
             for frame in symbolicated.frames {
                 let pc = frame.captured.originalProgramCounter
-                guard let address = UInt64(pc).map(UInt.init), addresses.contains(where: { $0.address == address }) else { continue }
-                let symbol = frame.symbol
-                let name = symbol.map(\.name)
+                guard let address = UInt64(pc).map(UInt.init), addresses.contains(where: { $0.address == address }),
+                      let symbol = frame.symbol, !symbol.rawName.isEmpty, symbol.rawName != "<unknown>" else { continue }
                 named[address, default: []].append(StallMonitor.Frame(
                     address: address,
-                    symbol: name,
-                    image: symbol?.imageName ?? images.indexOfImage(at: pc).flatMap { images[$0].name },
-                    offset: UInt(max(symbol?.offset ?? 0, 0)),
-                    isLibrary: symbol.map { isLibrarySymbol(raw: $0.rawName, name: $0.name) } ?? false
+                    symbol: symbol.name,
+                    image: symbol.imageName,
+                    offset: UInt(max(symbol.offset, 0)),
+                    isLibrary: isLibrarySymbol(raw: symbol.rawName, name: symbol.name)
                 ))
             }
         }
+        // Image files are opened here, under `excludingCF` (see `symbolicate`).
+        let openImage: (String) -> Int32 = { open($0, O_RDONLY | O_CLOEXEC) }
+        for entry in addresses where named[entry.address] == nil {
+            named[entry.address] = [nameFromImage(entry.address, isReturnAddress: entry.index != 0, images: images, opening: openImage)]
+        }
         names.withLock { cache in
             if cache.count > 4_096 { cache.removeAll() }
-            for entry in addresses {
-                cache[entry.address] = named[entry.address] ?? [StallMonitor.Frame(
-                    address: entry.address, symbol: nil, image: nil, offset: 0, isLibrary: false
-                )]
-            }
+            for entry in addresses { cache[entry.address] = named[entry.address] }
         }
+    }
+
+    /// A frame the symbolicator left unnamed, named from its image's `.symtab`, else `.dynsym`
+    /// (a stripped library's exported functions); else its address and offset in the image.
+    private static func nameFromImage(
+        _ address: UInt, isReturnAddress: Bool, images: ImageMap, opening: (String) -> Int32
+    ) -> StallMonitor.Frame {
+        var frame = StallMonitor.Frame(address: address, symbol: nil, image: nil, offset: 0, isLibrary: false)
+        guard let index = images.indexOfImage(at: Backtrace.Address(UInt64(address))) else { return frame }
+        let image = images[index]
+        frame.image = image.name
+        guard let path = image.path, let base = UInt64(image.baseAddress).map(UInt.init) else { return frame }
+        let symbols = ElfSymbols.of(path: path, opening: opening)
+        // The map's base is where the lowest loadable segment landed.
+        let loadBias = base &- (symbols?.lowestLoadAddress ?? 0)
+        let inImage = address &- loadBias
+        frame.offset = inImage
+        // A return address may be just past its function's end (a call to a function that does
+        // not return): look one byte back, and count the offset from the address itself.
+        if let symbols, let (symbol, _) = symbols.symbol(at: isReturnAddress && inImage > 0 ? inImage - 1 : inImage) {
+            frame.symbol = demangled(symbol.name)
+            frame.offset = inImage - symbol.value
+            frame.isLibrary = isLibrarySymbol(raw: symbol.name, name: frame.symbol ?? symbol.name)
+        }
+        return frame
+    }
+
+    /// `name` demangled by the Swift runtime when it is a Swift symbol; as it is otherwise.
+    static func demangled(_ name: String) -> String {
+        guard name.hasPrefix("$s") || name.hasPrefix("_$s") || name.hasPrefix("$S") else { return name }
+        guard let text = name.withCString({ swiftDemangle($0, UInt(strlen($0)), nil, nil, 0) }) else { return name }
+        defer { free(text) }
+        return String(cString: text)
     }
 
     /// The process's images, captured again only when an address falls outside them (a library

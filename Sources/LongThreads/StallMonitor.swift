@@ -27,61 +27,81 @@ import Synchronization
 /// per backlog: after a report, the next comes only once an item has started on time again.
 ///
 /// ## The stalled thread's stack
-/// A slow-dispatch report carries the stalled thread's own stack (``Report/stack``), captured
-/// from that thread while the callout still runs: the monitor sends it a real-time signal
-/// (`SIGRTMIN + 6`) with `tgkill`, only after checking, under a protocol the loop thread takes part
-/// in, that the same callout still runs. A thread that is not stalled is never interrupted: if the
-/// callout ends meanwhile, the loop waits at its next callout boundary until the capture is over,
-/// so the signal lands in the library's own code. The handler is installed once, with
-/// `SA_RESTART`, and only when nothing else handles the signal; it does only async-signal-safe
-/// work (it unwinds with `backtrace(3)` into memory prepared beforehand, and ignores the signal
-/// unless a capture of that very thread is under way). The monitor's thread then names the frames
-/// with the toolchain's symbolicator (`Runtime`, from the images' symbol tables), marks the
-/// library's own and trims the run loop's below the work. Every LongThread unblocks that signal in
-/// its own thread when it starts (threads inherit their creator's mask); no other thread is ever
-/// sent it, and a stray instance (say from `kill(1)`) is ignored by the handler.
+/// A slow-dispatch report carries the stalled thread's own stack (``Report/stack``), taken while
+/// the callout still runs, and says how it was taken (``Report/stackSource``). Before it looks, the
+/// monitor reads what the thread does from `/proc/self/task/<tid>/syscall`, which alone decides
+/// between two ways, each of which leaves what the thread waits in undisturbed:
+/// - **With a signal** (``Report/StackSource/signal``), when the thread is running (the file says
+///   `running`, or cannot be read), or asleep in a call the kernel restarts unseen after a handler
+///   installed with `SA_RESTART`, having transferred nothing (see `signal(7)`): a futex wait
+///   (`pthread_mutex_lock`, `pthread_cond_wait`, `NSLock`, `NSCondition`, `Mutex`, semaphores),
+///   `read`, `readv`, `recv`/`recvfrom`/`recvmsg` without `MSG_WAITALL`, `accept`, `accept4`,
+///   `wait4`, `waitid`, `flock`, `fcntl(F_SETLKW)`; not on a socket with a receive timeout
+///   (`SO_RCVTIMEO`, when the kernel returns `EINTR` instead), nor in disk sleep (`D`: the thread
+///   would answer only once its I/O is done, so it is walked). The monitor sends that thread alone
+///   a real-time signal (`SIGRTMIN + 6`) with `tgkill`, only after checking, under a protocol the
+///   loop thread takes part in, that the same callout still runs; if the callout ends meanwhile,
+///   the loop waits at its next callout boundary until the capture is over, so the signal lands in
+///   the library's own code. The handler is installed once, with `SA_RESTART`, and only when
+///   nothing else handles the signal; it does only async-signal-safe work (it unwinds with
+///   `backtrace(3)`, which follows the unwind tables, into memory prepared beforehand, and ignores
+///   the signal unless a capture of that very thread is under way). Every LongThread unblocks that
+///   signal in its own thread when it starts (threads inherit their creator's mask); no other
+///   thread is ever sent it, and a stray instance (say from `kill(1)`) is ignored by the handler.
+/// - **From the kernel's wait record** (``Report/StackSource/kernelWaitRecord``), for every other
+///   wait: a `write` (which may have moved bytes: a handler would make it return a short count),
+///   `poll`, `select`, `epoll_wait`, `nanosleep`, `clock_nanosleep`, any other call, or a page
+///   fault. The thread is not signalled. The record gives the user stack pointer and the
+///   instruction after the call; the monitor reads the sleeping thread's stack from there through
+///   `process_vm_readv` (an unmapped page is an error, not a fault): it scans up from the stack
+///   pointer for return addresses (words pointing into code just after a call instruction) through
+///   the C library's short wrapper frames to the caller's, then follows frame pointers, as Swift,
+///   this library and C built with `-fno-omit-frame-pointer` keep them. The stack is kept only if
+///   the record reads the same afterwards (the thread slept in that call all along) and the same
+///   callout still runs. ``Report/kernelWait`` says what the thread waits in: the system call, the
+///   scheduler state, the kernel's wait channel. This walk is a heuristic: it ends at the first
+///   caller built without frame pointers, and a stale frame record in a caller's own locals can
+///   show that caller's caller at an earlier call site.
+///
+/// The monitor's thread then names the frames: from the images' symbol tables with the toolchain's
+/// symbolicator (`Runtime`), and, for a frame it leaves unnamed, from the image's own `.symtab`,
+/// else its `.dynsym` (a stripped library's exported functions), Swift names demangled; a frame
+/// that neither names prints its address and its offset in the image (``Frame/description``).
+/// Source files and lines are not read (DWARF took seconds per report in a large binary). It marks
+/// the library's own frames and trims the run loop's below the work.
 ///
 /// ## What a report contains
-/// Before it signals, the monitor reads what the stalled thread does from
-/// `/proc/self/task/<tid>/syscall`, which alone decides:
-/// - **Running** (the file says `running`: computing, or runnable; or the file cannot be read):
-///   the thread is sent the signal, and the report carries its stack (``Report/stack``), as above.
-/// - **Waiting for a lock or a condition** (asleep in a futex wait: `pthread_mutex_lock`,
-///   `pthread_cond_wait`, `NSLock`, `NSCondition`, `Mutex`, semaphores; recognised by the system
-///   call's number on every architecture): signalled as a running thread, and the report carries
-///   its stack. The kernel restarts a futex wait after a handler installed with `SA_RESTART` as
-///   if nothing happened, so the thread sees nothing.
-/// - **Asleep in any other system call** (`read`, `write`, `poll`, `nanosleep`, `accept`...,
-///   disk I/O, or outside a call, say on a page fault): the thread is **not** signalled, so
-///   nothing it waits in is cut short (a `write` to a full pipe completes whole, a `usleep`
-///   sleeps its full time). The report carries ``Report/kernelWait`` instead: the system call
-///   (number, and name where known), the scheduler state (from `/proc/self/task/<tid>/stat`), the
-///   kernel's wait channel (`wchan`), and the user-space instruction that made the call, named;
-///   ``Report/stack`` is empty and ``Report/stackNote`` says why. Such a report names the call
-///   the thread waits in, not the work's own functions.
+/// - **Running, or in a wait restarted unseen**: ``Report/stack`` taken with the signal;
+///   ``Report/kernelWait`` is nil.
+/// - **Asleep in any other wait**: ``Report/stack`` walked from the kernel's wait record, and
+///   ``Report/kernelWait``. If no frame could be walked, or the thread woke twice while it was
+///   walked, ``Report/stack`` is empty and ``Report/stackNote`` says why.
 /// - **Neither** (capture off, the callout ended meanwhile, the signal taken by someone else, the
-///   thread blocking it): no stack and no kernel wait; ``Report/stackNote`` says which.
+///   thread blocking it): no stack; ``Report/stackNote`` says which.
 ///
-/// What the stalled work can observe: nothing while it sleeps in the kernel (a futex wait is
-/// restarted unseen). A running thread is interrupted once per report. Only if it enters a blocking system call in the microseconds
-/// between the `syscall` read and the signal is that call interrupted: it is then restarted where
-/// the kernel allows (`read`, `write`, `recv`, `send`, `accept`, `connect`, `open`, `wait`,
-/// `flock`, `pthread_mutex_lock`, futex waits, ...), except that a `read` or `write` that moved
-/// some bytes already returns that short count; calls the kernel never restarts after a handler
-/// (see `signal(7)`) return `EINTR`: `poll`, `ppoll`, `select`, `epoll_wait`, `nanosleep`,
-/// `clock_nanosleep`, `usleep`, `sleep` (which returns the time left), `sigtimedwait`,
-/// `io_getevents`, and socket reads and writes with a timeout set (`SO_RCVTIMEO`, `SO_SNDTIMEO`).
-/// Code that loops on short counts and `EINTR`, as such calls need anyway, loses nothing. Pass
-/// `capturesStacks: false` to turn capture off: no signal is ever sent, `/proc` is not read, and
-/// reports carry neither a stack nor a kernel wait.
+/// What the stalled work can observe: nothing while it sleeps in the kernel (a wait restarted
+/// unseen is restarted, any other is not interrupted). A running thread is interrupted once per
+/// report. Only if it enters a blocking system call in the microseconds between the `syscall` read
+/// and the signal is that call interrupted: it is then restarted where the kernel allows (`read`,
+/// `write`, `recv`, `send`, `accept`, `connect`, `open`, `wait`, `flock`, `pthread_mutex_lock`,
+/// futex waits, ...), except that a `read` or `write` that moved some bytes already returns that
+/// short count; calls the kernel never restarts after a handler (see `signal(7)`) return `EINTR`:
+/// `poll`, `ppoll`, `select`, `epoll_wait`, `nanosleep`, `clock_nanosleep`, `usleep`, `sleep`
+/// (which returns the time left), `sigtimedwait`, `io_getevents`, and socket reads and writes with
+/// a timeout set (`SO_RCVTIMEO`, `SO_SNDTIMEO`). Code that loops on short counts and `EINTR`, as
+/// such calls need anyway, loses nothing. Pass `capturesStacks: false` to turn capture off: no
+/// signal is ever sent, `/proc` is not read, and reports carry neither a stack nor a kernel wait.
 ///
 /// ## Cost
-/// An unwatched thread pays one load and one branch per item. A watched thread reads the clock
-/// when an item is posted and when it starts, and takes one uncontended lock for a labelled item.
-/// A stack capture costs the stalled thread one signal (microseconds) and the monitor the naming
-/// of its frames (cached by address). Each slow-dispatch report first reads the thread's state
-/// from `/proc` (one small file; two more for a thread asleep in the kernel), which costs the
-/// stalled thread nothing.
+/// Nothing while no callout stalls: an unwatched thread pays one load and one branch per item; a
+/// watched thread reads the clock when an item is posted and when it starts, and takes one
+/// uncontended lock for a labelled item; the monitor sleeps. Each slow-dispatch report first reads
+/// the thread's state from `/proc` (three small files, about 0.1 ms), which costs the stalled
+/// thread nothing. A signal capture costs the stalled thread one signal and an unwind (the
+/// monitor's round trip measured 8–50 µs); a walk from the wait record costs it nothing, and the
+/// monitor about 1–3 ms (mostly reading `/proc/self/maps`; debug build, busy 2-core machine). The
+/// monitor then names the frames, cached by address (about 0.1–0.2 ms for a cached stack); an
+/// image's `.symtab`/`.dynsym` is read once, when a frame in it is first left unnamed.
 public final class StallMonitor: Sendable {
     /// The kernel name of the monitor's thread.
     public static let threadName = "stall.monitor"
@@ -103,8 +123,8 @@ public final class StallMonitor: Sendable {
     ///   - threshold: The longest a callout may run (slow dispatch).
     ///   - deliveryThreshold: The longest an item may wait for its start (slow delivery); nil
     ///     (the default) reports no slow delivery.
-    ///   - capturesStacks: Whether to capture a stalled thread's stack with a signal (see
-    ///     "The stalled thread's stack" above). Defaults to true.
+    ///   - capturesStacks: Whether to take a stalled thread's stack, with a signal or from the
+    ///     kernel's wait record (see "The stalled thread's stack" above). Defaults to true.
     ///   - handler: Called on the monitor's thread, once per report. Keep it short: while it
     ///     runs, other reports wait.
     /// - Throws: ``LongThreadError/cannotStart(errno:)`` if its thread cannot be created.
@@ -306,6 +326,7 @@ final class StallMonitorState: Sendable {
         let label = core.watch.runningLabel.withLock { $0.start == start ? $0.label : nil }
         var stack: [StallMonitor.Frame] = []
         var stackNote: String?
+        var stackSource = StallMonitor.Report.StackSource.unavailable
         var kernelWait: StallMonitor.KernelWait?
         if !capturesStacks {
             stackNote = StackSampler.Failure.disabled.note
@@ -314,42 +335,65 @@ final class StallMonitorState: Sendable {
             stackNote = "the callout began before the watch; its stack is not captured"
         } else {
             switch Self.whereabouts(of: core, start: start) {
-            case .stack(let frames): stack = frames
-            case .kernel(let wait):
+            case .signalled(let frames):
+                stack = frames
+                stackSource = .signal
+            case .walked(let frames, let wait):
+                (stack, kernelWait) = (frames, wait)
+                stackSource = frames.isEmpty ? .unavailable : .kernelWaitRecord
+                if frames.isEmpty { stackNote = "asleep in the kernel; no frame could be walked from its wait record" }
+            case .asleep(let wait, let why):
                 kernelWait = wait
-                stackNote = "asleep in the kernel: not interrupted for its stack"
+                stackNote = "asleep in the kernel; \(why)"
             case .failure(let failure): stackNote = failure.note
             }
         }
-        let report = StallMonitor.Report(
+        var report = StallMonitor.Report(
             kind: .slowDispatch, threadName: core.name, label: label, duration: .nanoseconds(nanoseconds),
             queueDepth: core.pendingCount, stack: stack, stackNote: stackNote, kernelWait: kernelWait
         )
+        report.stackSource = stackSource
         core.instrument?.record(.stall(report))
         handler(report)
     }
 
-    /// Where the stalled thread is, without disturbing a thread asleep in the kernel.
+    /// Where the stalled thread is, and how its stack was taken.
     private enum Whereabouts {
-        case stack([StallMonitor.Frame])
-        case kernel(StallMonitor.KernelWait)
+        /// Taken with the signal: running, or asleep in a wait the kernel restarts unseen.
+        case signalled([StallMonitor.Frame])
+        /// Walked from the kernel's wait record, the thread asleep and not interrupted.
+        case walked([StallMonitor.Frame], StallMonitor.KernelWait)
+        /// Asleep, but its stack could not be walked: why.
+        case asleep(StallMonitor.KernelWait, String)
         case failure(StackSampler.Failure)
     }
 
-    /// A thread asleep in a system call is not signalled (the handler would cut its call short:
-    /// a blocking `write` returned a short count): its wait is read from `/proc`, and trusted only
-    /// if the same callout still runs after the read. A running thread's stack is captured (so is
-    /// one whose `syscall` file cannot be read), and so is that of a thread in a futex wait (a
-    /// lock, a condition), which the kernel restarts unseen after the handler (`SA_RESTART`): the
-    /// commonest stall keeps its stack.
+    /// A thread asleep in a system call that a handler would disturb (a `write` that has moved
+    /// bytes returns a short count, `poll` and the sleeps return early) is not signalled: its
+    /// stack is walked from the kernel's wait record (`WaitStackWalker`), and trusted only if the
+    /// record is the same after the walk (it slept in the same call all along) and the same
+    /// callout still runs. A running thread's stack is captured with the signal (so is one whose
+    /// `syscall` file cannot be read), and so is that of a thread asleep in a call the kernel
+    /// restarts unseen after the handler (`SA_RESTART`, nothing transferred: a lock, a condition,
+    /// a `read`, an `accept`).
     private static func whereabouts(of core: ThreadCore, start: UInt64) -> Whereabouts {
         let tid = core.watch.kernelThreadID.load(ordering: .relaxed)
-        if tid != 0, let wait = KernelWaitReader.wait(ofThread: tid), !wait.isRestartedUnseen {
+        // Twice at most: a thread that woke during the first walk is looked at afresh.
+        for attempt in 0..<2 {
+            // A thread in disk sleep (`D`) would answer the signal only once its I/O is done: walked too.
+            guard tid != 0, let wait = KernelWaitReader.wait(ofThread: tid),
+                  !wait.isRestartedUnseen || wait.state == .diskSleep else { break }
+            guard let stackPointer = wait.userStackPointer, let instruction = wait.userInstruction else {
+                return .asleep(wait, "the kernel's wait record gives no stack pointer")
+            }
+            let addresses = WaitStackWalker.walk(stackPointer: stackPointer, instruction: instruction)
+            let slept = KernelWaitReader.systemCallRecord(ofThread: tid) == wait.record
             guard core.watch.calloutStartedAt.load(ordering: .sequentiallyConsistent) == start else { return .failure(.ended) }
-            return .kernel(wait)
+            if slept { return .walked(StackSampler.symbolicate(addresses), wait) }
+            if attempt == 1 { return .asleep(wait, "it woke twice while its stack was walked from its wait record") }
         }
         switch StackSampler.capture(core, start: start) {
-        case .success(let frames): return .stack(frames)
+        case .success(let frames): return .signalled(frames)
         case .failure(let failure): return .failure(failure)
         }
     }

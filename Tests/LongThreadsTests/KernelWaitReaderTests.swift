@@ -1,4 +1,5 @@
 import CLongThreadsShims
+import Glibc
 @testable import LongThreads
 import Testing
 
@@ -12,8 +13,10 @@ extension StallMonitoring {
 
         #if arch(x86_64)
         private static let (futex, write) = (202, 1)
+        private static let (read, recvfrom, fcntl, poll) = (0, 45, 72, 7)
         #elseif arch(arm64)
         private static let (futex, write) = (98, 64)
+        private static let (read, recvfrom, fcntl, poll) = (63, 207, 25, 73) // ppoll: arm64 has no poll
         #endif
 
         @Test("a thread that woke after its stat was read (syscall says running) has its stack captured")
@@ -49,6 +52,46 @@ extension StallMonitoring {
             #expect(wait.description == "sleeping in system call write (wait channel pipe_write)")
         }
         #endif
+
+        /// A wait in call `number` with `arguments`, as the kernel's record gives it.
+        private func wait(_ number: Int, _ arguments: [UInt64]) throws -> StallMonitor.KernelWait {
+            let fields = (arguments + repeatElement(0, count: 6 - arguments.count)).map { "0x" + String($0, radix: 16) }
+            let line = "\(number) \(fields.joined(separator: " ")) 0x7ffd1000 0x7f001234"
+            return try #require(Reader.wait(syscall: line, stat: Self.sleepingStat, wchan: nil))
+        }
+
+        @Test("the record's stack pointer and instruction are where a walk starts")
+        func stackPointerAndInstruction() throws {
+            let wait = try wait(Self.write, [4, 0x7f00, 0x40000])
+            #expect(wait.userStackPointer == 0x7ffd_1000)
+            #expect(wait.userInstruction == 0x7f00_1234)
+            #expect(wait.arguments == [4, 0x7f00, 0x40000, 0, 0, 0])
+            let outside = try #require(Reader.wait(syscall: "-1 0x7ffd2000 0x7f005678", stat: Self.sleepingStat, wchan: nil))
+            #expect(outside.userStackPointer == 0x7ffd_2000)
+            #expect(outside.userInstruction == 0x7f00_5678)
+        }
+
+        @Test("read, recvfrom without MSG_WAITALL and fcntl(F_SETLKW) take the signal; a write, poll, MSG_WAITALL, a socket with a receive timeout do not")
+        func restartedUnseenBySignal7() throws {
+            var fds: [Int32] = [0, 0]
+            #expect(pipe(&fds) == 0)
+            var pair: [Int32] = [0, 0]
+            #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
+            defer { for fd in fds + pair { close(fd) } }
+            let (pipeEnd, plainSocket, timedSocket) = (UInt64(fds[0]), UInt64(pair[0]), UInt64(pair[1]))
+            var timeout = timeval(tv_sec: 5, tv_usec: 0)
+            #expect(setsockopt(Int32(timedSocket), SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size)) == 0)
+
+            #expect(try wait(Self.read, [pipeEnd, 0x7f00, 1]).isRestartedUnseen)
+            #expect(try wait(Self.read, [plainSocket, 0x7f00, 1]).isRestartedUnseen)
+            #expect(try !wait(Self.read, [timedSocket, 0x7f00, 1]).isRestartedUnseen, "SO_RCVTIMEO: EINTR")
+            #expect(try wait(Self.recvfrom, [plainSocket, 0x7f00, 1, 0]).isRestartedUnseen)
+            #expect(try !wait(Self.recvfrom, [plainSocket, 0x7f00, 1, UInt64(MSG_WAITALL)]).isRestartedUnseen, "may have moved bytes")
+            #expect(try wait(Self.fcntl, [pipeEnd, UInt64(F_SETLKW), 0x7f00]).isRestartedUnseen)
+            #expect(try !wait(Self.fcntl, [pipeEnd, UInt64(F_GETFL)]).isRestartedUnseen)
+            #expect(try !wait(Self.write, [pipeEnd, 0x7f00, 1]).isRestartedUnseen, "may have moved bytes")
+            #expect(try !wait(Self.poll, [0x7f00, 1, 0]).isRestartedUnseen, "never restarted")
+        }
 
         @Test("the futex calls are recognised by number, not by a name table")
         func futexNumbers() {

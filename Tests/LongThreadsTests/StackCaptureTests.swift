@@ -1,4 +1,5 @@
 import CLongThreadsShims
+import CStallFixtures
 import Foundation
 import LongThreads
 import Synchronization
@@ -19,14 +20,35 @@ func stallSpinning(until latch: Latch) {
     while !opened.isSet.load(ordering: .acquiring) {}
 }
 
+/// Returns poll(2)'s result and how many times it returned EINTR (each retried, as a poll loop
+/// must): a wait walked from the kernel's record is never interrupted, so 0.
 @inline(never)
-func stallInPoll(_ fd: Int32, milliseconds: Int32 = -1) -> Int32 {
+func stallInPoll(_ fd: Int32, milliseconds: Int32 = -1) -> (result: Int32, interruptions: Int) {
     var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-    // poll is never restarted after a handler (signal(7)): like any poll loop, retry on EINTR.
+    var interruptions = 0
     while true {
         let rc = poll(&entry, 1, milliseconds)
-        if rc >= 0 || errno != EINTR { return rc }
+        if rc >= 0 || errno != EINTR { return (rc, interruptions) }
+        interruptions += 1
     }
+}
+
+/// Sleeps `milliseconds` in one nanosleep(2), which a handler would end early (EINTR, the time
+/// left in `remaining`); returns its result, errno, and how long it slept.
+@inline(never)
+func stallInNanosleep(milliseconds: Int) -> (result: Int32, error: Int32, slept: Duration) {
+    var request = timespec(tv_sec: milliseconds / 1000, tv_nsec: (milliseconds % 1000) * 1_000_000)
+    var remaining = timespec()
+    let clock = ContinuousClock()
+    let start = clock.now
+    let rc = nanosleep(&request, &remaining)
+    return (rc, rc < 0 ? errno : 0, clock.now - start)
+}
+
+/// Waits in select(2) reached through two C frames of a C library of our own.
+@inline(never)
+func stallInFixtureSelect(_ fd: Int32) -> CStallFixtures_SelectResult {
+    fixture_outer(fd)
 }
 
 @inline(never)
@@ -49,12 +71,12 @@ func stallInWrite(_ fd: Int32, _ bytes: [UInt8]) -> [Int] {
     return counts
 }
 
-/// Returns read(2)'s result and errno: SA_RESTART restarts the read, so no EINTR.
+/// Returns read(2)'s result, errno and the byte read: SA_RESTART restarts the read, so no EINTR.
 @inline(never)
-func stallInRead(_ fd: Int32) -> (Int, Int32) {
+func stallInRead(_ fd: Int32) -> (Int, Int32, UInt8) {
     var byte: UInt8 = 0
     let rc = read(fd, &byte, 1)
-    return (rc, rc < 0 ? errno : 0)
+    return (rc, rc < 0 ? errno : 0, byte)
 }
 
 extension StallMonitoring {
@@ -90,7 +112,18 @@ extension StallMonitoring {
             report.stack.map { $0.symbol ?? "?" }
         }
 
-        @Test("a spinning task: the stack names the function, first frames the task's")
+        /// Whether `report`'s stack names `functions` in this order, innermost first (others may
+        /// lie between them).
+        private func names(_ report: StallMonitor.Report, inOrder functions: [String]) -> Bool {
+            var rest = names(report)[...]
+            for function in functions {
+                guard let found = rest.firstIndex(where: { $0.contains(function) }) else { return false }
+                rest = rest[(found + 1)...]
+            }
+            return true
+        }
+
+        @Test("a spinning task: the signal takes the stack, which names the function, first frames the task's")
         func spinning() throws {
             let (report, _) = try report("lt-spin") { stallSpinning(until: $0) }
             #expect(report.kind == .slowDispatch)
@@ -98,6 +131,9 @@ extension StallMonitoring {
             // The run loop under the task is trimmed; the capture's own frames are not there.
             #expect(!names(report).contains { $0.contains("engineServiceWork") || $0.contains("CFRunLoopRun") }, "\(report)")
             #expect(!names(report).contains { $0.contains("handler") && $0.contains("stack") }, "\(report)")
+            #expect(report.stackSource == .signal, "\(report)")
+            #expect(report.kernelWait == nil, "\(report)")
+            #expect(report.description.contains("(stack taken with a signal)"), "\(report)")
         }
 
         /// The call a report's kernel wait names, and the function that made it.
@@ -105,21 +141,34 @@ extension StallMonitoring {
             (report.kernelWait?.systemCallName, report.kernelWait?.caller?.symbol)
         }
 
-        @Test("a task in poll is not signalled: the report names poll; poll returns the data")
+        /// A report whose stack was walked from the kernel's wait record, the thread not interrupted.
+        private func expectWalked(_ report: StallMonitor.Report, sourceLocation: SourceLocation = #_sourceLocation) {
+            #expect(report.stackSource == .kernelWaitRecord, "\(report)", sourceLocation: sourceLocation)
+            #expect(report.stackNote == nil, "\(report)", sourceLocation: sourceLocation)
+            #expect(report.kernelWait?.state == .sleeping, "\(report)", sourceLocation: sourceLocation)
+            #expect(report.description.contains("(stack read from the kernel's wait record, not interrupted)"),
+                    "\(report)", sourceLocation: sourceLocation)
+            // The run loop under the task is trimmed, as for a signalled stack.
+            #expect(!names(report).contains { $0.contains("CFRunLoopRun") }, "\(report)", sourceLocation: sourceLocation)
+        }
+
+        @Test("a task in poll is not signalled: its stack is walked from the wait record; poll returns the data, never EINTR")
         func inPoll() throws {
             var fds: [Int32] = [0, 0]
             #expect(pipe(&fds) == 0)
             defer { close(fds[0]); close(fds[1]) }
             let (readEnd, writeEnd) = (fds[0], fds[1])
             let (report, result) = try report("lt-poll", release: { _ = write(writeEnd, "x", 1) }) { _ in stallInPoll(readEnd) }
-            #expect(report.stack.isEmpty, "\(report)")
+            expectWalked(report)
+            #expect(names(report, inOrder: ["poll", "stallInPoll"]), "\(report)")
             #expect(["poll", "ppoll"].contains(waitsIn(report).call), "\(report)")
             // The wrapper that made the call: `poll`, or `__syscall_cancel_arch` with a newer glibc.
             #expect(waitsIn(report).caller != nil, "\(report)")
-            #expect(result == 1)
+            #expect(result?.result == 1)
+            #expect(result?.interruptions == 0)
         }
 
-        @Test("a task in pthread_mutex_lock: the stack names it and the caller")
+        @Test("a task in pthread_mutex_lock: the signal takes the stack, which names it and the caller")
         func inMutexLock() throws {
             let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
             mutex.initialize(to: pthread_mutex_t())
@@ -130,33 +179,43 @@ extension StallMonitoring {
             let (report, _) = try report("lt-mutex", release: { pthread_mutex_unlock(box.value) }) { _ in stallInMutexLock(box.value) }
             #expect(names(report).contains { $0.contains("pthread_mutex_lock") || $0.contains("lll_lock_wait") }, "\(report)")
             #expect(names(report).contains { $0.contains("stallInMutexLock") }, "\(report)")
+            #expect(report.stackSource == .signal, "\(report)")
         }
 
-        @Test("a task in read on a pipe is not signalled: the report names read; the read returns the data")
+        @Test("a task in read on a pipe takes the signal (the kernel restarts the read unseen): its stack names read; the read returns the byte")
         func inRead() throws {
             var fds: [Int32] = [0, 0]
             #expect(pipe(&fds) == 0)
             defer { close(fds[0]); close(fds[1]) }
             let (readEnd, writeEnd) = (fds[0], fds[1])
             let (report, result) = try report("lt-read", release: { _ = write(writeEnd, "x", 1) }) { _ in stallInRead(readEnd) }
-            #expect(report.stack.isEmpty, "\(report)")
-            #expect(waitsIn(report).call == "read", "\(report)")
-            // The wrapper that made the call: `read`, or `__syscall_cancel_arch` with a newer glibc.
-            #expect(waitsIn(report).caller != nil, "\(report)")
+            #expect(report.stackSource == .signal, "\(report)")
+            #expect(names(report, inOrder: ["read", "stallInRead"]), "\(report)")
+            #expect(report.kernelWait == nil, "\(report)")
             #expect(result?.0 == 1)
-            #expect(result?.1 == 0)
+            #expect(result?.1 == 0, "no EINTR")
+            #expect(result?.2 == UInt8(ascii: "x"))
         }
 
-        @Test("a task blocked in write to a full pipe is not signalled: the report names the call, the write completes whole")
-        func inBlockingWrite() throws {
+        /// (bytes already in the pipe, bytes written): the pipe holds 65,536 bytes, so each write
+        /// moves part of its bytes, then sleeps.
+        @Test("a task blocked in a write that has moved bytes is not signalled: its stack is walked; the write completes whole",
+              arguments: [(0, 262_144), (61_440, 8_192)])
+        func inBlockingWrite(prefill: Int, size: Int) throws {
             var fds: [Int32] = [0, 0]
             #expect(pipe(&fds) == 0)
             defer { close(fds[0]); close(fds[1]) }
             let (readEnd, writeEnd) = (fds[0], fds[1])
-            let bytes = (0..<262_144).map { UInt8(truncatingIfNeeded: $0 % 251) }
+            let prefix = (0..<prefill).map { UInt8(truncatingIfNeeded: $0 % 13) }
+            if prefill > 0 { #expect(stallInWrite(writeEnd, prefix) == [prefill]) }
+            let bytes = (0..<size).map { UInt8(truncatingIfNeeded: $0 % 251) }
             let reports = Recorder<StallMonitor.Report>()
+            let inPipe = Recorder<Int32>()
             let reported = Latch()
             let monitor = try StallMonitor(threshold: .milliseconds(50)) { report in
+                var queued: Int32 = 0
+                _ = ioctl(readEnd, UInt(FIONREAD), &queued)
+                inPipe.record(queued)
                 reports.record(report)
                 reported.countDown()
             }
@@ -170,22 +229,50 @@ extension StallMonitoring {
                 wrote.countDown()
             }
             #expect(reported.wait())
+            // The write had moved some of its bytes when it was reported.
+            #expect((inPipe.events.first ?? 0) > Int32(prefill), "\(inPipe.events)")
             // Read everything back: no byte lost, none twice, in order.
             var received: [UInt8] = []
             var buffer = [UInt8](repeating: 0, count: 65_536)
-            while received.count < bytes.count {
+            while received.count < prefill + size {
                 let rc = buffer.withUnsafeMutableBytes { read(readEnd, $0.baseAddress!, $0.count) }
                 if rc <= 0 { break }
                 received += buffer[..<rc]
             }
             #expect(wrote.wait())
-            #expect(received == bytes)
-            #expect(counts.events.first == [bytes.count], "one write(2), not disturbed: \(counts.events)")
+            #expect(received == prefix + bytes)
+            #expect(counts.events.first == [size], "one write(2), not disturbed: \(counts.events)")
             let report = try #require(reports.events.first)
-            #expect(report.stack.isEmpty, "\(report)")
+            expectWalked(report)
+            #expect(names(report, inOrder: ["write", "stallInWrite"]), "\(report)")
             #expect(report.kernelWait?.systemCallName == "write", "\(report)")
-            #expect(report.kernelWait?.state == .sleeping, "\(report)")
-            #expect(report.description.contains("write"), "\(report)")
+        }
+
+        @Test("a task in nanosleep is not signalled: its stack is walked; it sleeps its whole time")
+        func inNanosleep() throws {
+            let (report, result) = try report("lt-sleep") { _ in stallInNanosleep(milliseconds: 300) }
+            expectWalked(report)
+            #expect(names(report, inOrder: ["nanosleep", "stallInNanosleep"]), "\(report)")
+            #expect(["nanosleep", "clock_nanosleep"].contains(waitsIn(report).call), "\(report)")
+            #expect(result?.result == 0, "no EINTR: \(String(describing: result))")
+            #expect((result?.slept ?? .zero) >= .milliseconds(300))
+        }
+
+        @Test("a task in a C library's select, two C frames down: its stack names the C frames and the Swift caller; select returns the readable descriptor")
+        func inSelectThroughC() throws {
+            var fds: [Int32] = [0, 0]
+            #expect(pipe(&fds) == 0)
+            defer { close(fds[0]); close(fds[1]) }
+            let (readEnd, writeEnd) = (fds[0], fds[1])
+            let (report, result) = try report("lt-select", release: { _ = write(writeEnd, "x", 1) }) { _ in
+                stallInFixtureSelect(readEnd)
+            }
+            expectWalked(report)
+            #expect(names(report, inOrder: ["fixture_middle", "fixture_outer", "stallInFixtureSelect"]), "\(report)")
+            #expect(["select", "pselect6"].contains(waitsIn(report).call), "\(report)")
+            #expect(result?.result == 1, "no EINTR: \(String(describing: result))")
+            #expect(result?.error == 0)
+            #expect(result?.isReadable == 1)
         }
 
         @Test("a thread started by a thread that blocks the capture signal still has its stack taken")

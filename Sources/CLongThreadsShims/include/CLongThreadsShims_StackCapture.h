@@ -5,6 +5,7 @@
 
 #include <stdint.h>
 #include <stddef.h>
+#include <stdbool.h>
 
 /// The signal used, SIGRTMIN + 6 (a real-time signal: no system default use, queued, never merged).
 int CLongThreadsShims_stackCaptureSignal(void);
@@ -29,5 +30,15 @@ int CLongThreadsShims_stackCapture(int32_t tid, int64_t timeoutNanoseconds, uint
 /// Sends the signal to thread `tid` of this process outside any capture (for tests: a stray
 /// instance must be ignored). Returns 0 or errno.
 int CLongThreadsShims_stackCaptureSignalThread(int32_t tid);
+
+/// Whether a thread asleep in system call `number` with these six arguments (from
+/// `/proc/self/task/<tid>/syscall`) may take the capture signal unseen: the kernel restarts the
+/// call after a handler installed with SA_RESTART as if nothing happened, and a blocked call of
+/// this kind has transferred nothing yet (see signal(7)). True for futex waits, `read`, `readv`,
+/// `recvfrom` and `recvmsg` without MSG_WAITALL, `accept`, `accept4`, `wait4`, `waitid`, `flock`
+/// and `fcntl(F_SETLKW)`; false for a socket with a receive timeout (SO_RCVTIMEO: the kernel then
+/// returns EINTR) and for every other call (`write` may have moved bytes; `poll`, `select`,
+/// `epoll_wait`, the sleeps are never restarted).
+bool CLongThreadsShims_stackCaptureRestartsUnseen(long number, const uint64_t arguments[6]);
 
 #endif
