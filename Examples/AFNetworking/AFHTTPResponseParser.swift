@@ -414,10 +414,13 @@ public struct AFHTTPResponseParser: Sendable {
 }
 
 extension StringProtocol {
-    /// Without leading and trailing spaces and tabs (HTTP's optional whitespace).
+    /// Without leading and trailing spaces and tabs (HTTP's optional whitespace), byte by byte:
+    /// by characters, a space followed by a combining mark is one character that is not a space,
+    /// and would stay.
     fileprivate func trimmingOptionalWhitespace() -> String {
-        let isBlank: (Character) -> Bool = { $0 == " " || $0 == "\t" }
-        guard let first = firstIndex(where: { !isBlank($0) }), let last = lastIndex(where: { !isBlank($0) }) else { return "" }
-        return String(self[first...last])
+        let isText: (UInt8) -> Bool = { $0 != UInt8(ascii: " ") && $0 != UInt8(ascii: "\t") }
+        let bytes = Array(utf8)
+        guard let first = bytes.firstIndex(where: isText), let last = bytes.lastIndex(where: isText) else { return "" }
+        return String(decoding: bytes[first...last], as: UTF8.self)
     }
 }
