@@ -9,8 +9,12 @@
 // - fed at most N requests at a time, the rest fed again, the splitter gives the same requests.
 // A broken invariant traps, which libFuzzer reports as a crash with the input saved.
 
+/// The bound on skipping an over-long line, smaller than the daemon's (64 KiB) so that inputs
+/// under `-max_len` reach an endless line.
+let skipLimit = 4096
+
 func results(of bytes: [UInt8], sizes: [Int], allowsStall: Bool) -> [Result<DaemonRequest, DaemonReplyError>] {
-    var splitter = LineSplitter(allowsStall: allowsStall)
+    var splitter = LineSplitter(allowsStall: allowsStall, skipLimit: skipLimit)
     var all: [Result<DaemonRequest, DaemonReplyError>] = []
     var offset = 0, turn = 0
     while offset < bytes.count {
@@ -64,7 +68,7 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ count: Int) -> CInt {
 /// Fed with at most `limit` requests a call, the rest of each feed fed again, the splitter gives
 /// what one read gave, and takes every byte unless the line became endless.
 func checkLimitedFeeds(_ bytes: [UInt8], whole: [Result<DaemonRequest, DaemonReplyError>], allowsStall: Bool, limit: Int) {
-    var splitter = LineSplitter(allowsStall: allowsStall)
+    var splitter = LineSplitter(allowsStall: allowsStall, skipLimit: skipLimit)
     var all: [Result<DaemonRequest, DaemonReplyError>] = []
     var rest = bytes[...]
     while !rest.isEmpty {

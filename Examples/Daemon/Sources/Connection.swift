@@ -39,7 +39,7 @@ final class Connection: @unchecked Sendable {
     /// `now`: on daemon.io's clock (`LongThread.now`), which the timeouts follow.
     init(fd: Int32, allowsStall: Bool, now: ContinuousClock.Instant) {
         self.fd = fd
-        lines = LineSplitter(allowsStall: allowsStall)
+        lines = LineSplitter(allowsStall: allowsStall, skipLimit: LineSplitter.maximumSkippedBytes)
         lastActivity = now
         lastSendProgress = now
     }

@@ -1,22 +1,27 @@
 /// Cuts a byte stream into request lines, turning each into a request or an error reply.
 /// A line over ``DaemonRequest/maximumLength`` is answered `ERR …too long` once and skipped up to
-/// its newline, so a client sending garbage cannot grow the daemon's memory; one still without
-/// a newline ``maximumSkippedBytes`` later is an endless line (``isEndless``), and nothing more
-/// is taken from the stream.
+/// its newline, so a client sending garbage cannot grow the daemon's memory. Given a bound on
+/// skipping (the socket's clients, ``maximumSkippedBytes``), a line still without a newline that
+/// many bytes later is an endless line (``isEndless``), and nothing more is taken from the stream.
 struct LineSplitter {
     private var partial: [UInt8] = []
     /// Bytes of an over-long line skipped so far; nil while not skipping.
     private var skipped: Int?
     /// Whether `STALL <ms>` is a request (`--debug-stall-requests`).
     let allowsStall: Bool
-    /// An over-long line went on past ``maximumSkippedBytes``: the splitter takes no more bytes.
+    /// How much of an over-long line is skipped before it is endless; nil: no bound.
+    let skipLimit: Int?
+    /// An over-long line went on past ``skipLimit``: the splitter takes no more bytes.
     private(set) var isEndless = false
 
-    /// How much of an over-long line is skipped before it counts as endless: 16 lines' worth.
+    /// The bound on skipping for the socket's clients: 16 lines' worth.
     static let maximumSkippedBytes = 16 * DaemonRequest.maximumLength
 
-    init(allowsStall: Bool = false) {
+    /// `skipLimit`: how much of an over-long line is skipped before it is endless; nil (standard
+    /// input, which the operator chose) skips any amount.
+    init(allowsStall: Bool = false, skipLimit: Int? = nil) {
         self.allowsStall = allowsStall
+        self.skipLimit = skipLimit
     }
 
     /// Whether a line has begun and not ended (a line being skipped included).
@@ -45,7 +50,7 @@ struct LineSplitter {
                 skipped = nil
             } else if let count = skipped {
                 skipped = count + 1
-                if count + 1 > Self.maximumSkippedBytes { isEndless = true }
+                if let skipLimit, count + 1 > skipLimit { isEndless = true }
             } else {
                 partial.append(byte)
                 if partial.count > DaemonRequest.maximumLength {

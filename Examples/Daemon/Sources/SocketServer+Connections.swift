@@ -45,8 +45,7 @@ extension SocketServer {
     /// hands them to the journal, while the connection has batch slots, is under its high
     /// watermark, and the total has room for each batch's reserve.
     func submitBatches(_ connection: Connection) {
-        while isLive(connection), connection.mayParse,
-              makeRoom(ClientLimits.batchRequests * ClientLimits.bytesPerRequest, for: connection) {
+        while isLive(connection), connection.mayParse, makeRoom(Self.batchReserve(connection.unparsed), for: connection) {
             let (batch, consumed) = connection.lines.feed(connection.unparsed, maximumRequests: ClientLimits.batchRequests)
             connection.unparsed = connection.unparsed.dropFirst(consumed)
             if connection.unparsed.isEmpty || connection.lines.isEndless { connection.unparsed = [] } // frees the read's buffer
@@ -56,6 +55,21 @@ extension SocketServer {
             if connection.lines.isEndless { return cutEndlessLine(connection) }
         }
         updateEvents(connection)
+    }
+
+    /// What the next batch from `unparsed` reserves at most, counted before it is parsed: the
+    /// bytes up to its last line feed, and a request for each line feed, up to
+    /// ``ClientLimits/batchRequests``, and one for a line cut as too long.
+    static func batchReserve(_ unparsed: ArraySlice<UInt8>) -> Int {
+        var requests = 1, bytes = unparsed.count
+        for index in unparsed.indices where unparsed[index] == UInt8(ascii: "\n") {
+            requests += 1
+            if requests > ClientLimits.batchRequests {
+                bytes = index + 1 - unparsed.startIndex
+                break
+            }
+        }
+        return bytes + requests * ClientLimits.bytesPerRequest
     }
 
     /// A complete request is activity; bytes of a line not ended are not: its clock starts at
