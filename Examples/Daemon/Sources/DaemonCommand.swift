@@ -45,8 +45,9 @@ public struct DaemonCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("A pidfile, locked while the daemon runs: a second instance refuses to start.", valueName: "path"))
     public var pidfile: String?
 
-    /// A client that sends nothing and reads nothing for this long is closed; 0 never closes one.
-    @Option(help: ArgumentHelp("Close a client idle this long (nothing sent, no reply read); 0: never.", valueName: "seconds"))
+    /// A client that sends no complete request and reads nothing for this long is closed; 0 never
+    /// closes one.
+    @Option(help: ArgumentHelp("Close a client idle this long (no complete request sent, no reply read); 0: never.", valueName: "seconds"))
     public var idleTimeout: Seconds = .init(300)
 
     /// The high watermark: a client whose unsent replies exceed this many bytes is not read

@@ -264,6 +264,7 @@ final class SocketServer: Service, @unchecked Sendable {
         cancelDeadlineCheck()
         for connection in Array(connections.values) {
             stopReading(connection)
+            submitBatches(connection) // what it had read is accepted: parsed and answered
             closeIfDone(connection)
         }
         guard !connections.isEmpty else { return finishShutdown() }
