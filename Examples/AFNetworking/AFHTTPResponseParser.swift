@@ -12,8 +12,12 @@
 /// - no body for a `HEAD` request and for `204` and `304` responses, whatever the headers say.
 ///
 /// Strict where RFC 9112 is: the version digit is an ASCII digit, a CR only ends a line (a bare
-/// CR anywhere else is an error), and a chunk size is hexadecimal digits alone, with no sign and
-/// no whitespace but the optional whitespace before a `;` extension.
+/// CR anywhere else is an error), a NUL in a field value is an error (RFC 9110 5.5), an HTTP/1.0
+/// response with `Transfer-Encoding` closes the connection (RFC 9112 6.1), and a chunk size is
+/// hexadecimal digits alone, with no sign and no whitespace but the optional whitespace before a
+/// `;` extension. Lenient where a user agent must be: an obs-fold (a field line continued on the
+/// next, which starts with a space or tab) becomes one space (RFC 9112 5.2), and a number is
+/// judged by its value, not its digits (leading zeros are fine).
 ///
 /// Linear time: body bytes are copied once, from the input straight into the body, and the body
 /// grows as they arrive (a `Content-Length` reserves nothing up front); only the head, chunk-size
@@ -85,6 +89,8 @@ public struct AFHTTPResponseParser: Sendable {
     private var minorVersion = 1
     private var headers: [String: String] = [:]
     private var trailers: [String: String] = [:]
+    /// The name of the field line before, which an obs-fold line continues; nil before the first.
+    private var lastFieldName: String?
     private var body: [UInt8] = []
     private var contentLength = 0
     /// Bytes copied while joining repeated fields: each value appended, plus the earlier value
@@ -221,11 +227,12 @@ public struct AFHTTPResponseParser: Sendable {
             try parseStatusLine(line)
             state = .headerLines
         case .headerLines:
-            if line.isEmpty { try endOfHead() } else { try Self.addField(line, to: &headers, copied: &joinBytesCopied) }
+            if line.isEmpty { try endOfHead() } else { try addField(line, toTrailers: false) }
         case .chunkSizeLine:
             let size = try Self.chunkSize(line)
             if size == 0 {
                 headBytes = 0
+                lastFieldName = nil
                 state = .trailerLines
             } else {
                 state = .chunkData(remaining: size)
@@ -234,7 +241,7 @@ public struct AFHTTPResponseParser: Sendable {
             guard line.isEmpty else { throw .invalidChunk("chunk data not followed by CRLF") }
             state = .chunkSizeLine
         case .trailerLines:
-            if line.isEmpty { state = .complete } else { try Self.addField(line, to: &trailers, copied: &joinBytesCopied) }
+            if line.isEmpty { state = .complete } else { try addField(line, toTrailers: true) }
         case .body, .chunkData, .bodyUntilClose, .complete:
             preconditionFailure("no lines in state \(state)")
         }
@@ -272,6 +279,7 @@ public struct AFHTTPResponseParser: Sendable {
             }
             interimStatusCodes.append(statusCode)
             headers = [:]
+            lastFieldName = nil
             headBytes = 0
             state = .statusLine
             return
@@ -285,6 +293,9 @@ public struct AFHTTPResponseParser: Sendable {
             // 6.3). With a Content-Length too, the framing is suspect: do not reuse the connection.
             if codings.last == "chunked" { state = .chunkSizeLine } else { state = .bodyUntilClose }
             if codings.last != "chunked" || headers["content-length"] != nil { persistent = false }
+            // HTTP/1.0 has no Transfer-Encoding: its framing is suspect, and the connection must
+            // close after it (RFC 9112 6.1), keep-alive or not.
+            if minorVersion == 0 { persistent = false }
         } else if let value = headers["content-length"] {
             // Nothing reserved: a 55-byte head could otherwise claim any amount of memory.
             contentLength = try Self.contentLength(value)
@@ -304,17 +315,40 @@ public struct AFHTTPResponseParser: Sendable {
     // MARK: - Fields and numbers
 
     /// `name: value`, with optional whitespace around the value; the name is a token, lowercased.
-    private static func addField(_ line: [UInt8], to fields: inout [String: String], copied: inout Int) throws(Error) {
+    /// A line starting with a space or tab continues the field before (obs-fold). A NUL in the
+    /// value is an error: RFC 9110 5.5 has a recipient reject it or replace it, and rejecting
+    /// keeps a NUL-terminated consumer from reading a shorter value than this parser did.
+    private mutating func addField(_ line: [UInt8], toTrailers: Bool) throws(Error) {
+        // Moved out and back, not copied: the joins stay in place.
+        var fields: [String: String] = [:]
+        if toTrailers { swap(&fields, &trailers) } else { swap(&fields, &headers) }
+        defer { if toTrailers { swap(&fields, &trailers) } else { swap(&fields, &headers) } }
+        if line.contains(0) { throw .invalidHeaderLine(String(decoding: line, as: UTF8.self)) }
+        if line.first == UInt8(ascii: " ") || line.first == UInt8(ascii: "\t") {
+            // Before any field, a folded line is whitespace after the start line: rejected
+            // (RFC 9112 2.2 allows rejecting it).
+            guard let name = lastFieldName else { throw .invalidHeaderLine(String(decoding: line, as: UTF8.self)) }
+            let more = String(decoding: line, as: UTF8.self).trimmingOptionalWhitespace()
+            if !more.isEmpty { Self.append(more, after: fields[name]?.isEmpty == false ? " " : "", to: &fields, name, copied: &joinBytesCopied) }
+            return
+        }
         guard let colon = line.firstIndex(of: UInt8(ascii: ":")), colon > 0,
-              line[..<colon].allSatisfy(isTokenByte)
+              line[..<colon].allSatisfy(Self.isTokenByte)
         else { throw .invalidHeaderLine(String(decoding: line, as: UTF8.self)) }
         let name = String(decoding: line[..<colon], as: UTF8.self).lowercased()
         let value = String(decoding: line[(colon + 1)...], as: UTF8.self).trimmingOptionalWhitespace()
-        // Appended in place (not `earlier + ", " + value`, a copy per repeat: quadratic).
-        guard let earlierCount = fields[name]?.utf8.count else { fields[name] = value; return }
+        lastFieldName = name
+        if fields[name] == nil { fields[name] = value } else { Self.append(value, after: ", ", to: &fields, name, copied: &joinBytesCopied) }
+    }
+
+    /// Appends `separator` and `value` to the field `name`, in place (not `earlier + ", " +
+    /// value`, a copy per repeat: quadratic), counting the bytes copied.
+    private static func append(_ value: String, after separator: String, to fields: inout [String: String], _ name: String,
+                               copied: inout Int) {
+        let earlierCount = fields[name]?.utf8.count ?? 0
         let before = storageAddress(fields[name])
-        fields[name, default: ""] += ", " + value
-        copied += value.utf8.count + 2 + (storageAddress(fields[name]) == before ? 0 : earlierCount)
+        fields[name, default: ""] += separator + value
+        copied += value.utf8.count + separator.utf8.count + (storageAddress(fields[name]) == before ? 0 : earlierCount)
     }
 
     /// Where a string's bytes are (nil for a small string, kept inline): compared before and
@@ -325,15 +359,18 @@ public struct AFHTTPResponseParser: Sendable {
 
     /// ASCII hexadecimal digits, then nothing or `;extensions` (ignored), with only the optional
     /// whitespace RFC 9112 7.1.1 allows before the `;`: no sign, no whitespace before the size
-    /// or after it at the end of the line.
+    /// or after it at the end of the line. Leading zeros are any number (a last chunk of twenty
+    /// zeros is valid); the value has at most 15 significant digits (under 2^60).
     private static func chunkSize(_ line: [UInt8]) throws(Error) -> Int {
         let digits = line.prefix(while: isHexDigit)
         var rest = line[digits.count...]
         let blank = rest.prefix { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }
         rest = rest.dropFirst(blank.count)
-        guard !digits.isEmpty, digits.count <= 15, rest.isEmpty ? blank.isEmpty : rest.first == UInt8(ascii: ";")
+        guard !digits.isEmpty, rest.isEmpty ? blank.isEmpty : rest.first == UInt8(ascii: ";")
         else { throw .invalidChunk("chunk size \"\(String(decoding: line, as: UTF8.self))\" is not hexadecimal") }
-        return digits.reduce(0) { $0 << 4 | hexValue($1) }
+        let significant = digits.drop { $0 == UInt8(ascii: "0") }
+        guard significant.count <= 15 else { throw .invalidChunk("chunk size \"\(String(decoding: line, as: UTF8.self))\" is too large") }
+        return significant.reduce(0) { $0 << 4 | hexValue($1) }
     }
 
     private static func isHexDigit(_ byte: UInt8) -> Bool {
@@ -351,11 +388,12 @@ public struct AFHTTPResponseParser: Sendable {
         }
     }
 
-    /// Decimal digits; a list of equal values (`5, 5`) is one value (RFC 9110 8.6).
+    /// Decimal digits, any number of them while the value fits in an `Int` (19 digits, or more
+    /// with leading zeros); a list of equal values (`5, 5`) is one value (RFC 9110 8.6).
     private static func contentLength(_ value: String) throws(Error) -> Int {
         let values = value.split(separator: ",").map { $0.trimmingOptionalWhitespace() }
         guard let first = values.first, values.allSatisfy({ $0 == first }),
-              (1...18).contains(first.count), first.allSatisfy({ $0.isASCII && $0.isNumber }), let length = Int(first)
+              !first.isEmpty, first.allSatisfy({ $0.isASCII && $0.isNumber }), let length = Int(first)
         else { throw .invalidContentLength(value) }
         return length
     }
@@ -376,10 +414,13 @@ public struct AFHTTPResponseParser: Sendable {
 }
 
 extension StringProtocol {
-    /// Without leading and trailing spaces and tabs (HTTP's optional whitespace).
+    /// Without leading and trailing spaces and tabs (HTTP's optional whitespace), byte by byte:
+    /// by characters, a space followed by a combining mark is one character that is not a space,
+    /// and would stay.
     fileprivate func trimmingOptionalWhitespace() -> String {
-        let isBlank: (Character) -> Bool = { $0 == " " || $0 == "\t" }
-        guard let first = firstIndex(where: { !isBlank($0) }), let last = lastIndex(where: { !isBlank($0) }) else { return "" }
-        return String(self[first...last])
+        let isText: (UInt8) -> Bool = { $0 != UInt8(ascii: " ") && $0 != UInt8(ascii: "\t") }
+        let bytes = Array(utf8)
+        guard let first = bytes.firstIndex(where: isText), let last = bytes.lastIndex(where: isText) else { return "" }
+        return String(decoding: bytes[first...last], as: UTF8.self)
     }
 }

@@ -3,7 +3,10 @@
 // - one read, reads in pieces whose sizes the input chooses, and one byte at a time give the same
 //   outcome (the same response and bytes consumed, or the same error), the stream's end included;
 // - a complete response framed by Content-Length has a body of exactly that many bytes, and
-//   never consumes more bytes than it was given.
+//   never consumes more bytes than it was given;
+// - no header or trailer value holds a NUL, CR or LF, nor starts with a space or tab (a NUL is
+//   refused, an obs-fold is one space: RFC 9110 5.5, RFC 9112 5.2);
+// - an HTTP/1.0 response with Transfer-Encoding never leaves the connection reusable (RFC 9112 6.1).
 // A broken invariant traps, which libFuzzer reports as a crash with the input saved.
 
 enum Outcome: Equatable {
@@ -21,6 +24,9 @@ func outcome(of bytes: [UInt8], method: String, sizes: [Int]) -> Outcome {
             let size = min(max(sizes[turn % sizes.count], 1), bytes.count - offset)
             turn += 1
             if case .complete(let response, let consumed) = try parser.parse(Array(bytes[offset..<offset + size])) {
+                if bytes.starts(with: Array("HTTP/1.0 ".utf8)), parser.interimStatusCodes.isEmpty, response.headers["transfer-encoding"] != nil {
+                    check(!parser.canReuseConnection, "an HTTP/1.0 response with Transfer-Encoding left the connection reusable")
+                }
                 return .complete(response, consumed: offset + consumed)
             }
             offset += size
@@ -43,6 +49,8 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ count: Int) -> CInt {
     let single = outcome(of: bytes, method: method, sizes: [1])
     check(whole == pieces, "pieces disagree with one read: \(pieces) vs \(whole)")
     check(whole == single, "byte by byte disagrees with one read: \(single) vs \(whole)")
+    if case .complete(let response, _) = whole { checkFieldValues(response) }
+    if case .closed(let response) = whole { checkFieldValues(response) }
     if case .complete(let response, let consumed) = whole {
         check(consumed <= bytes.count, "consumed \(consumed) of \(bytes.count) bytes")
         if method == "GET", response.headers["transfer-encoding"] == nil, let length = response.headers["content-length"],
@@ -52,6 +60,15 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ count: Int) -> CInt {
         }
     }
     return 0
+}
+
+/// Field values hold no NUL, CR or LF, and start with no whitespace (an obs-fold's is trimmed;
+/// a repeated field whose last value is empty may end with the join's ", ").
+func checkFieldValues(_ response: AFHTTPResponse) {
+    for (name, value) in Array(response.headers) + Array(response.trailers) {
+        check(!value.utf8.contains { $0 == 0 || $0 == 13 || $0 == 10 }, "field \(name) holds a NUL, CR or LF")
+        check(value.utf8.first != 32 && value.utf8.first != 9, "field \(name) starts with whitespace: \(value)")
+    }
 }
 
 /// A broken invariant: a crash with its message (`precondition` drops messages under -O).

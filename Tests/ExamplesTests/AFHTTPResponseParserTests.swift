@@ -300,3 +300,55 @@ import Testing
 
     enum ParserTestError: Error { case incomplete }
 }
+
+/// Where RFC 9110 and RFC 9112 ask a recipient to be stricter, and where they ask a user agent to
+/// be more lenient, than a naive parser.
+extension AFHTTPResponseParserTests {
+    @Test("a NUL in a header or trailer value is an error (RFC 9110 5.5: reject or replace)")
+    func nulInFieldValue() {
+        Self.expectErrorEveryWay("HTTP/1.1 200 OK\r\nX-A: a\0b\r\nContent-Length: 0\r\n\r\n", .invalidHeaderLine("X-A: a\0b"))
+        Self.expectErrorEveryWay("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX-T: \0\r\n\r\n", .invalidHeaderLine("X-T: \0"))
+    }
+
+    @Test("HTTP/1.0 with Transfer-Encoding is never reused, keep-alive or not (RFC 9112 6.1)")
+    func http10ChunkedNotReused() throws {
+        let outcome = try Self.parseEveryWay(
+            "HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n")
+        #expect(outcome.response.bodyText == "ok")
+        #expect(!outcome.parser.canReuseConnection)
+    }
+
+    @Test("obs-fold in a field is replaced by a space (RFC 9112 5.2); before the first field it is an error")
+    func obsFold() throws {
+        let (response, _, _) = try Self.parseEveryWay(
+            "HTTP/1.1 200 OK\r\nX-Long: one\r\n  two\r\n\tthree\r\nContent-Length: 2\r\n\r\nok")
+        #expect(response.headers["x-long"] == "one two three")
+        #expect(response.bodyText == "ok")
+        let chunked = try Self.parseEveryWay("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX-T: a\r\n b\r\n\r\n")
+        #expect(chunked.response.trailers["x-t"] == "a b")
+        Self.expectErrorEveryWay("HTTP/1.1 200 OK\r\n folded: no\r\n\r\n", .invalidHeaderLine(" folded: no"))
+    }
+
+    @Test("optional whitespace is trimmed by bytes: a space before a combining mark goes (found by the fuzzer)")
+    func whitespaceBeforeCombiningMark() throws {
+        let (response, _, _) = try Self.parseEveryWay("HTTP/1.1 200 OK\r\nX-A: \u{5B4}b \u{301}\r\nContent-Length: 0\r\n\r\n")
+        #expect(response.headers["x-a"] == "\u{5B4}b \u{301}")
+        #expect(response.headers["x-a"]?.utf8.first == 0xD6)
+    }
+
+    @Test("a last chunk of 20 zeros ends the body; a Content-Length of 19 digits is a length")
+    func longValidNumbers() throws {
+        let zeros = try Self.parseEveryWay(
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0002\r\nok\r\n" + String(repeating: "0", count: 20) + "\r\n\r\n")
+        #expect(zeros.response.bodyText == "ok")
+        let padded = try Self.parseEveryWay("HTTP/1.1 200 OK\r\nContent-Length: 0000000000000000002\r\n\r\nok")
+        #expect(padded.response.bodyText == "ok")
+        var parser = AFHTTPResponseParser()
+        #expect(try parser.parse(Array("HTTP/1.1 200 OK\r\nContent-Length: 1000000000000000000\r\n\r\nabc".utf8)) == .needsMore)
+        Self.expectErrorEveryWay("HTTP/1.1 200 OK\r\nContent-Length: 9223372036854775808\r\n\r\n",
+                                 .invalidContentLength("9223372036854775808"))
+        let head = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+        Self.expectErrorEveryWay(head + "1" + String(repeating: "0", count: 16) + "\r\n",
+                                 .invalidChunk("chunk size \"1" + String(repeating: "0", count: 16) + "\" is too large"))
+    }
+}

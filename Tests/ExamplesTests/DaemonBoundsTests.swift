@@ -7,17 +7,21 @@ import Testing
 /// connection open forever, or hold up its shutdown.
 @Suite(.serialized, .timeLimit(.minutes(1)))
 struct DaemonBoundsTests {
-    @Test("a client that never reads is cut once its replies pass the reply buffer limit; others are served")
+    @Test("a client that never reads is not read past the reply buffer (the high watermark), and is cut after --send-timeout, saying so; others are served")
     func replyBufferLimit() throws {
-        let daemon = try DaemonProcess(directory: DaemonProcess.makeDirectory(), options: ["--max-reply-buffer", "65536"])
+        let daemon = try DaemonProcess(
+            directory: DaemonProcess.makeDirectory(), options: ["--max-reply-buffer", "65536", "--send-timeout", "1"])
         defer { daemon.cleanUp() }
         #expect(daemon.waitForLine(containing: "ready"))
 
         // 10 000 requests of 2 bytes: about 570 kB of replies, far past 64 kB plus the kernel's buffer.
         let peer = try DaemonPeer(DaemonPeer.neverReads, [daemon.socketPath, "10000", "15"])
         defer { peer.cleanUp() }
-        #expect(peer.waitForLine(containing: "cut") == "cut")
-        #expect(daemon.waitForLine(containing: "client cut: its unread replies passed the reply buffer limit"), "\(daemon.stderr)")
+        let backedUp = try #require(peer.output.waitForLine(containing: "backed up", timeout: 15))
+        let cut = try #require(peer.output.waitForLine(containing: "cut", timeout: 15))
+        #expect(cut.text == "cut")
+        #expect(cut.at - backedUp.at >= .milliseconds(800), "cut \(cut.at - backedUp.at) after its replies backed up")
+        #expect(daemon.waitForLine(containing: "client cut: it took none of its replies within the send timeout"), "\(daemon.stderr)")
 
         let client = try DaemonClient(path: daemon.socketPath)
         #expect(try client.request("PING") == "OK PONG", "the daemon serves on")

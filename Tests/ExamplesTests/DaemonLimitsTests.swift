@@ -50,7 +50,7 @@ struct DaemonLimitsTests {
         #expect(daemon.waitForExit() == 0)
     }
 
-    @Test("clients that never read: the one taking the replies of all past --max-total-reply-buffer is cut; others are served")
+    @Test("clients that never read: at --max-total-reply-buffer the ones holding the most are cut; others are served")
     func totalReplyLimit() throws {
         let daemon = try DaemonProcess(
             directory: DaemonProcess.makeDirectory(),
@@ -61,7 +61,7 @@ struct DaemonLimitsTests {
         // Far under the limit per client, over the one for all.
         let peers = try (0..<3).map { _ in try DaemonPeer(DaemonPeer.floodNeverReads, [daemon.socketPath, "30"]) }
         defer { peers.forEach { $0.cleanUp() } }
-        #expect(daemon.waitForLine(containing: "client cut: unread replies of all clients passed the total limit", timeout: 30), "\(daemon.stderr)")
+        #expect(daemon.waitForLine(containing: "client cut: the memory held for all clients reached the total limit, and it held the most", timeout: 30), "\(daemon.stderr)")
         #expect(!daemon.stderr.contains { $0.contains("passed the reply buffer limit") }, "no client passed its own limit")
         let client = try DaemonClient(path: daemon.socketPath)
         #expect(try client.request("PING") == "OK PONG", "the daemon serves on")

@@ -113,12 +113,19 @@ final class DaemonProcess: Sendable {
 
     /// The daemon's resident memory, from /proc.
     var residentBytes: Int {
-        get throws {
-            let status = try String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8)
-            let line = try #require(status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") })
-            let fields = line.split { $0 == " " || $0 == "\t" } // "VmRSS:\t  1234 kB"
-            return try #require(fields.count > 1 ? Int(fields[1]) : nil) * 1024
-        }
+        get throws { try statusBytes("VmRSS:") }
+    }
+
+    /// The most resident memory the daemon had so far (its high-water mark), from /proc.
+    var peakResidentBytes: Int {
+        get throws { try statusBytes("VmHWM:") }
+    }
+
+    private func statusBytes(_ field: String) throws -> Int {
+        let status = try String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8)
+        let line = try #require(status.split(separator: "\n").first { $0.hasPrefix(field) })
+        let fields = line.split { $0 == " " || $0 == "\t" } // "VmRSS:\t  1234 kB"
+        return try #require(fields.count > 1 ? Int(fields[1]) : nil) * 1024
     }
 
     /// Kills the process if a test left it running, and removes the directory.

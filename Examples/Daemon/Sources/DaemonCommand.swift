@@ -45,20 +45,31 @@ public struct DaemonCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("A pidfile, locked while the daemon runs: a second instance refuses to start.", valueName: "path"))
     public var pidfile: String?
 
-    /// A client that sends nothing and reads nothing for this long is closed; 0 never closes one.
-    @Option(help: ArgumentHelp("Close a client idle this long (nothing sent, no reply read); 0: never.", valueName: "seconds"))
+    /// A client that sends no complete request and reads nothing for this long is closed; 0 never
+    /// closes one.
+    @Option(help: ArgumentHelp("Close a client idle this long (no complete request sent, no reply read); 0: never.", valueName: "seconds"))
     public var idleTimeout: Seconds = .init(300)
 
-    /// A client whose unsent replies exceed this many bytes (it does not read them) is cut.
-    @Option(help: ArgumentHelp("Cut a client whose unread replies exceed this many bytes.", valueName: "bytes"))
+    /// The high watermark: a client whose unsent replies exceed this many bytes is not read
+    /// until they are down to half of it.
+    @Option(help: ArgumentHelp("Stop reading a client whose unsent replies exceed this many bytes, until they are down to half.", valueName: "bytes"))
     public var maxReplyBuffer = 1 << 20
+
+    /// A client with replies waiting that takes none of them for this long is cut; 0 never cuts one.
+    @Option(help: ArgumentHelp("Cut a client that takes none of its waiting replies for this long; 0: never.", valueName: "seconds"))
+    public var sendTimeout: Seconds = .init(30)
+
+    /// A request line must end within this long of its first byte, or its client is cut; 0: no bound.
+    @Option(help: ArgumentHelp("Cut a client whose request line does not end within this long of its first byte; 0: never.", valueName: "seconds"))
+    public var requestTimeout: Seconds = .init(10)
 
     /// Clients served at once; one more is refused with an `ERR` line.
     @Option(help: ArgumentHelp("Serve at most this many clients at once; one more is told ERR too many clients and closed.", valueName: "count"))
     public var maxClients = 256
 
-    /// Unsent replies of all clients together, past which the client adding to them is cut.
-    @Option(help: ArgumentHelp("Cut a client whose unread replies take those of all clients past this many bytes.", valueName: "bytes"))
+    /// Memory held for all clients together (requests read, batches in flight, unsent replies);
+    /// at the limit, the clients holding the most are cut, or the one being read waits.
+    @Option(help: ArgumentHelp("Hold at most this many bytes for all clients together (requests read, batches in flight, unsent replies); at the limit, cut the clients holding the most.", valueName: "bytes"))
     public var maxTotalReplyBuffer = 64 << 20
 
     /// After SIGTERM, replies still unsent after this long are dropped and their clients cut.
@@ -85,7 +96,9 @@ public struct DaemonCommand: AsyncParsableCommand {
         guard socket != nil || stdin else { throw ValidationError("Give --socket <path>, --stdin, or both.") }
         guard maxReplyBuffer > 0 else { throw ValidationError("--max-reply-buffer must be at least 1 byte.") }
         guard maxClients > 0 else { throw ValidationError("--max-clients must be at least 1.") }
-        guard maxTotalReplyBuffer > 0 else { throw ValidationError("--max-total-reply-buffer must be at least 1 byte.") }
+        guard maxTotalReplyBuffer >= Self.minimumTotal else {
+            throw ValidationError("--max-total-reply-buffer must be at least \(Self.minimumTotal) bytes (one read and one batch).")
+        }
         guard stallThreshold.duration > .zero else { throw ValidationError("--stall-threshold must be more than 0 seconds.") }
     }
 
@@ -104,6 +117,9 @@ public struct DaemonCommand: AsyncParsableCommand {
         }
     }
 
+    /// The smallest total that lets one client be read and its batch parsed.
+    static var minimumTotal: Int { ClientLimits.batchReserve }
+
     /// What the bounds and the watchdog need, as durations.
     var limits: ClientLimits {
         ClientLimits(
@@ -111,7 +127,9 @@ public struct DaemonCommand: AsyncParsableCommand {
             replyBufferBytes: maxReplyBuffer,
             shutdownDeadline: shutdownTimeout.duration,
             maximumClients: maxClients,
-            totalReplyBufferBytes: maxTotalReplyBuffer
+            totalReplyBufferBytes: maxTotalReplyBuffer,
+            sendTimeout: sendTimeout.duration == .zero ? nil : sendTimeout.duration,
+            requestTimeout: requestTimeout.duration == .zero ? nil : requestTimeout.duration
         )
     }
 }

@@ -22,12 +22,10 @@ enum DaemonRequest: Equatable, Sendable {
         if text.isEmpty { return .failure(.empty) }
         let command = text.prefix { $0 != " " }
         let argument = text.dropFirst(command.count).drop { $0 == " " }
-        switch command.uppercased() {
+        switch asciiUppercased(command) {
         case "APPEND":
             if argument.isEmpty { return .failure(.missingText) }
-            if argument.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
-                return .failure(.controlCharacters)
-            }
+            if argument.unicodeScalars.contains(where: isRefusedInRecord) { return .failure(.controlCharacters) }
             return .success(.append(String(argument)))
         case "COUNT": return argument.isEmpty ? .success(.count) : .failure(.unexpectedArgument("COUNT"))
         case "PING": return argument.isEmpty ? .success(.ping) : .failure(.unexpectedArgument("PING"))
@@ -37,6 +35,31 @@ enum DaemonRequest: Equatable, Sendable {
             }
             return .success(.stall(milliseconds: milliseconds))
         default: return .failure(.unknownCommand(String(command)))
+        }
+    }
+
+    /// Commands match ASCII letters case-insensitively, and nothing else: Unicode's case mapping
+    /// would make `pıng` (dotless ı) and `ﬀ`-ligature spellings into commands.
+    private static func asciiUppercased(_ text: Substring) -> String {
+        var scalars = String.UnicodeScalarView()
+        for scalar in text.unicodeScalars {
+            scalars.append(("a"..."z").contains(scalar) ? Unicode.Scalar(UInt8(scalar.value) - 32) : scalar)
+        }
+        return String(scalars)
+    }
+
+    /// The scalars a record may not hold: control characters (a tab or CR would break the
+    /// journal's `sequence<TAB>text` lines), line and paragraph separators (U+2028, U+2029: a
+    /// line break to many readers) and format characters (U+202E reverses the text shown after
+    /// it; U+200B and U+2060 hide text). The same ones an `ERR` echo escapes, but for the
+    /// zero-width joiner and non-joiner (U+200D, U+200C), which emoji sequences and Indic
+    /// scripts need, and private-use and unassigned scalars, which are text to a reader and may
+    /// be assigned later.
+    static func isRefusedInRecord(_ scalar: Unicode.Scalar) -> Bool {
+        if scalar == "\u{200C}" || scalar == "\u{200D}" { return false }
+        return switch scalar.properties.generalCategory {
+        case .control, .format, .lineSeparator, .paragraphSeparator: true
+        default: false
         }
     }
 }

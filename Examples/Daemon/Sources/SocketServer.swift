@@ -12,18 +12,21 @@ import Synchronization
 /// Each read's complete lines go to the journal as one batch; the journal's replies come back to
 /// this thread, so each connection's replies are written in request order.
 ///
-/// Each connection has one descriptor source: readable while the server reads its requests,
-/// writable while replies wait for room in its socket (``DescriptorSource/enable(_:)``), so a
-/// client that reads slowly, or only after sending everything, gets every reply.
+/// Each connection has one descriptor source: readable while the server may take more of its
+/// requests, writable while replies wait for room in its socket (``DescriptorSource/enable(_:)``).
+/// Backpressure, as SwiftNIO's channels do it: past ``ClientLimits/replyBufferBytes`` of unsent
+/// replies a client is not read until they are down to half, so a client that reads, however
+/// slowly, gets every reply, and one that stops reading is cut after ``ClientLimits/sendTimeout``.
 ///
-/// Each client is bounded by ``ClientLimits``: an idle client is closed (one timer for all of
-/// them, due at the earliest deadline, so an idle daemon has no timer at all), a client that does
-/// not read its replies is cut once they pass the buffer limit, one with
-/// ``ClientLimits/batchesInFlight`` batches on the journal is not read until one is answered, and
-/// a shutdown waits for the clients' last replies up to a deadline, then cuts whoever is left.
-/// In all: at most ``ClientLimits/maximumClients`` clients (one more is refused with an `ERR`
-/// line) and ``ClientLimits/totalReplyBufferBytes`` of unsent replies. Out of descriptors, it
-/// stops accepting until a client leaves or ``acceptRetry`` passes, rather than spin.
+/// Each client is bounded by ``ClientLimits``: an idle client is closed, a request line must
+/// end within ``ClientLimits/requestTimeout`` (bytes of a line are not activity), a client with
+/// ``ClientLimits/batchesInFlight`` batches on the journal is not read until one is answered
+/// (one timer serves every deadline, due at the first; an idle daemon has none), and a shutdown
+/// waits for the clients' last replies up to a deadline, then cuts whoever is left. In all: at
+/// most ``ClientLimits/maximumClients`` clients (one more is refused with an `ERR` line) and
+/// ``ClientLimits/totalReplyBufferBytes`` of memory held for them, counted where it is taken
+/// (`SocketServer+Memory.swift`). Out of descriptors, it stops accepting until a client leaves
+/// or ``acceptRetry`` passes, rather than spin.
 ///
 /// As a `Service`, it stops itself: a graceful shutdown stops accepting and reading at once,
 /// and its LongThread ends once every client has been answered (or cut at the deadline). A plain
@@ -34,33 +37,36 @@ final class SocketServer: Service, @unchecked Sendable {
     let journal: Journal
     let path: String
     let limits: ClientLimits
-    private let logger: Logger
+    let logger: Logger
     private let listener: Int32
     /// `connections.count`, published for status lines read from other threads.
     private let publishedClients = Atomic<Int>(0)
 
     // MARK: daemon.io only
     private var listenSource: DescriptorSource?
-    private var connections: [Int32: Connection] = [:] {
+    var connections: [Int32: Connection] = [:] {
         didSet { publishedClients.store(connections.count, ordering: .relaxed) }
     }
-    private var accepting = true
+    var accepting = true
     /// Out of descriptors: the listener waits for nothing until a client leaves or the retry.
     private var acceptPaused = false
     private var acceptRetryTimer: LongThreadTimer?
     /// Due to trim malloc's arenas after large reply buffers were freed.
-    private var trimTimer: LongThreadTimer?
+    var trimTimer: LongThreadTimer?
     /// Accepts refused since the last one that worked (logged once per episode).
     private var refusalsWhilePaused = 0
-    private var loggedClientLimit = false
-    /// Replies waiting to be sent, all clients together (``ClientLimits/totalReplyBufferBytes``).
-    private var queuedBytes = 0
+    var loggedClientLimit = false
+    /// Memory held for all clients together (``Connection/heldBytes``, dropped clients' batches
+    /// in flight included), bounded by ``ClientLimits/totalReplyBufferBytes``.
+    var totalHeld = 0
+    /// Clients not read until memory is given back (``Connection/waitingForRoom``).
+    var waitingForRoom: Set<Int32> = []
     /// How long accepting stays paused after EMFILE unless a client leaves first.
     static let acceptRetry: Duration = .milliseconds(250)
-    /// Due when the idlest client would reach the idle timeout; nil while there are no clients.
-    private var idleTimer: LongThreadTimer?
+    /// Due at the first client deadline (idle, request, send timeout); nil while none is due.
+    var deadlineCheck: (timer: LongThreadTimer, at: ContinuousClock.Instant)?
     /// Due at the shutdown deadline, once a shutdown waits for clients.
-    private var deadlineTimer: LongThreadTimer?
+    private var shutdownTimer: LongThreadTimer?
 
     /// Binds and listens on the calling thread (so errors reach the caller before anything runs),
     /// then watches the listener on `daemon.io`: `io` when given (a test's thread, on virtual
@@ -186,7 +192,7 @@ final class SocketServer: Service, @unchecked Sendable {
             drop(connection)
             return
         }
-        scheduleIdleCheck()
+        scheduleDeadlineCheck(for: connection)
     }
 
     /// One more client than ``ClientLimits/maximumClients``: told why, then closed. Its socket is
@@ -224,7 +230,7 @@ final class SocketServer: Service, @unchecked Sendable {
     }
 
     /// A descriptor may be free again: try the backlog.
-    private func resumeAccepting() {
+    func resumeAccepting() {
         guard acceptPaused else { return }
         acceptPaused = false
         acceptRetryTimer?.cancel()
@@ -241,187 +247,12 @@ final class SocketServer: Service, @unchecked Sendable {
         }
     }
 
-    // MARK: - daemon.io: connections
-
-    /// The connection's one source fired: replies out first (room in the client's socket), then
-    /// requests in.
-    private func ready(_ connection: Connection, _ events: DescriptorEvents) {
-        if events.contains(.writable) || !connection.reading { flush(connection) }
-        if connection.reading, connections[connection.fd] === connection { readReady(connection) }
-    }
-
-    private func readReady(_ connection: Connection) {
-        var buffer = [UInt8](repeating: 0, count: ClientLimits.readSize)
-        let n = read(connection.fd, &buffer, buffer.count)
-        if n < 0 {
-            if errno == EAGAIN || errno == EINTR { return }
-            drop(connection)
-            return
-        }
-        if n == 0 { // the client closed its side: answer what it sent, then close
-            stopReading(connection)
-            closeIfDone(connection)
-            return
-        }
-        connection.lastActivity = io.now
-        let batch = connection.lines.feed(buffer[0..<n])
-        if batch.isEmpty { return }
-        connection.outstanding += 1
-        updateEvents(connection) // at the batch bound, it stops reading until an answer
-        do {
-            try journal.submit(batch) { [self] replies in
-                // Journal thread -> daemon.io: replies are written in the order batches ran.
-                // Refused only once daemon.io stops, which a shutdown does after every client
-                // was answered or cut: nobody is left to answer.
-                try? io.perform { [self] in answer(connection, replies) }
-            }
-        } catch {
-            answer(connection, batch.map { _ in DaemonReplyError.shuttingDown.reply })
-        }
-    }
-
-    private func answer(_ connection: Connection, _ replies: [String]) {
-        connection.outstanding -= 1
-        guard connections[connection.fd] === connection else {
-            // Cut or gone meanwhile: these replies are dropped. The last batch in flight lets the
-            // connection go: what its batches allocated on the journal thread is free from now.
-            if connection.outstanding == 0 { scheduleTrim() }
-            return
-        }
-        let before = connection.unsent
-        connection.queue(replies)
-        queuedBytes += connection.unsent - before
-        flush(connection)
-        guard connections[connection.fd] === connection else { return }
-        if connection.unsent > limits.replyBufferBytes {
-            cut(connection, "client cut: its unread replies passed the reply buffer limit", limit: limits.replyBufferBytes)
-        } else if queuedBytes > limits.totalReplyBufferBytes, connection.unsent > 0 {
-            cut(connection, "client cut: unread replies of all clients passed the total limit", limit: limits.totalReplyBufferBytes)
-        }
-    }
-
-    private func cut(_ connection: Connection, _ message: Logger.Message, limit: Int) {
-        logger.warning(message, metadata: [
-            "client.fd": "\(connection.fd)", "unsent.bytes": "\(connection.unsent)",
-            "queued.bytes": "\(queuedBytes)", "limit.bytes": "\(limit)",
-        ])
-        drop(connection)
-    }
-
-    /// Sends what the client's socket takes; waits for writable (on the connection's one
-    /// source) while replies remain, and stops waiting once they are all sent.
-    private func flush(_ connection: Connection) {
-        while connection.unsent > 0 {
-            let n = connection.send()
-            if n < 0 {
-                if errno == EINTR { continue }
-                if errno == EAGAIN { break } // the client reads slowly: wait until its socket takes more
-                drop(connection) // EPIPE, ECONNRESET: the client is gone
-                return
-            }
-            queuedBytes -= n
-            connection.lastActivity = io.now
-        }
-        updateEvents(connection)
-        closeIfDone(connection)
-    }
-
-    /// Makes the connection's source wait for what it needs now (``Connection/wantedEvents``).
-    private func updateEvents(_ connection: Connection) {
-        guard let source = connection.source, connections[connection.fd] === connection else { return }
-        let wanted = connection.wantedEvents, current = source.events
-        do {
-            if !wanted.subtracting(current).isEmpty { try source.enable(wanted.subtracting(current)) }
-            if !current.subtracting(wanted).isEmpty { try source.disable(current.subtracting(wanted)) }
-        } catch {
-            logger.error("client cut: its source refused a change", metadata: ["client.fd": "\(connection.fd)", "error": "\(error)"])
-            drop(connection)
-        }
-    }
-
-    private func stopReading(_ connection: Connection) {
-        connection.reading = false
-        updateEvents(connection)
-    }
-
-    private func closeIfDone(_ connection: Connection) {
-        if !connection.reading, connection.outstanding == 0, connection.unsent == 0 {
-            drop(connection)
-        }
-    }
-
-    private func drop(_ connection: Connection) {
-        guard connections[connection.fd] === connection else { return }
-        connections[connection.fd] = nil
-        connection.reading = false
-        let unsent = connection.unsent
-        queuedBytes -= unsent
-        // Freed before the trim: the connection itself may outlive the drop (its source's
-        // handler, batches in flight), and its buffer with it.
-        connection.discardOutput()
-        if unsent > 65536 { scheduleTrim() }
-        connection.source?.cancel()
-        connection.source = nil
-        close(connection.fd) // after cancelling its source, as DescriptorSource asks
-        if connections.count < limits.maximumClients { loggedClientLimit = false }
-        resumeAccepting() // a descriptor is free
-        if connections.isEmpty {
-            idleTimer?.cancel()
-            idleTimer = nil
-            if !accepting { finishShutdown() }
-        }
-    }
-
-    /// Gives the memory of freed reply buffers back to the system, once for the drops of the
-    /// next moment. glibc keeps freed memory in the arena of the thread that allocated it
-    /// (replies are built on the journal thread), so without a trim a daemon that queued 300
-    /// clients' replies keeps that memory after they leave.
-    private func scheduleTrim() {
-        guard trimTimer == nil else { return }
-        do {
-            trimTimer = try io.perform(after: .milliseconds(100)) { [self] in
-                trimTimer = nil
-                _ = malloc_trim(0)
-            }
-        } catch {
-            // Only a stopping thread refuses the timer; the process ends soon.
-        }
-    }
-
-    // MARK: - Idle timeout (daemon.io)
-
-    /// Arms the idle timer for the idlest client, unless it is armed or there is no bound.
-    private func scheduleIdleCheck() {
-        guard let timeout = limits.idleTimeout, accepting, idleTimer == nil,
-              let idlest = connections.values.lazy.map(\.lastActivity).min() else { return }
-        let delay = max(idlest + timeout - io.now, .zero)
-        idleTimer = try? io.perform(after: delay) { [self] in
-            idleTimer = nil
-            closeIdleClients(timeout: timeout)
-            scheduleIdleCheck()
-        }
-    }
-
-    private func closeIdleClients(timeout: Duration) {
-        let now = io.now
-        for connection in Array(connections.values) where now - connection.lastActivity >= timeout {
-            if connection.isWaitingForReplies {
-                connection.lastActivity = now // the daemon owes it replies: it is not idle
-                continue
-            }
-            logger.notice("client closed: idle", metadata: [
-                "client.fd": "\(connection.fd)", "idle.timeout": "\(timeout)", "unsent.bytes": "\(connection.unsent)",
-            ])
-            drop(connection)
-        }
-    }
-
     // MARK: - Shutdown (daemon.io)
 
     /// Stops accepting connections and reading requests, then waits for the clients' last
     /// replies, at most ``ClientLimits/shutdownDeadline``. Requests already read stay accepted:
     /// their batches are on the journal thread (still running) and are answered.
-    private func beginShutdown() {
+    func beginShutdown() {
         guard accepting else { return }
         accepting = false
         listenSource?.cancel()
@@ -430,17 +261,17 @@ final class SocketServer: Service, @unchecked Sendable {
         acceptRetryTimer = nil
         close(listener)
         unlink(path)
-        idleTimer?.cancel()
-        idleTimer = nil
+        cancelDeadlineCheck()
         for connection in Array(connections.values) {
             stopReading(connection)
+            submitBatches(connection) // what it had read is accepted: parsed and answered
             closeIfDone(connection)
         }
         guard !connections.isEmpty else { return finishShutdown() }
         logger.info("shutdown: answering the clients' last requests", metadata: [
             "clients": "\(connections.count)", "deadline": "\(limits.shutdownDeadline)",
         ])
-        deadlineTimer = try? io.perform(after: limits.shutdownDeadline) { [self] in
+        shutdownTimer = try? io.perform(after: limits.shutdownDeadline) { [self] in
             let late = Array(connections.values)
             logger.warning("shutdown deadline: cut clients whose replies were still unsent", metadata: [
                 "clients": "\(late.count)", "unsent.bytes": "\(late.reduce(0) { $0 + $1.unsent })",
@@ -450,9 +281,9 @@ final class SocketServer: Service, @unchecked Sendable {
     }
 
     /// Every client is answered or cut: the thread may end.
-    private func finishShutdown() {
-        deadlineTimer?.cancel()
-        deadlineTimer = nil
+    func finishShutdown() {
+        shutdownTimer?.cancel()
+        shutdownTimer = nil
         io.stop(waitUntilDone: false)
     }
 }
