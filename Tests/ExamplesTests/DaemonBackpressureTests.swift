@@ -152,6 +152,32 @@ struct DaemonBackpressureTests {
         #expect(daemon.waitForExit() == 0)
     }
 
+    /// Hang-up is reported whatever a descriptor source waits for, and for as long as the socket
+    /// stays open (level-triggered): a client that hangs up while the daemon may not read it (its
+    /// batches wait on a stalled journal) must not make daemon.io spin until they come back.
+    @Test("a client that hangs up while its batches wait costs no CPU meanwhile, and what it sent is still stored")
+    func hangUpWhileHeld() throws {
+        let stall = 2000, appends = 3000
+        let daemon = try DaemonProcess(directory: DaemonProcess.makeDirectory(), options: ["--debug-stall-requests"])
+        defer { daemon.cleanUp() }
+        #expect(daemon.waitForLine(containing: "ready"))
+        let peer = try DaemonPeer(DaemonPeer.hangUpWhileHeld, [daemon.socketPath, "\(stall)", "\(appends)"])
+        defer { peer.cleanUp() }
+        #expect(peer.waitForLine(containing: "closed") != nil)
+        let before = try daemon.cpuTime
+        let deadline = ContinuousClock.now + .seconds(30)
+        func stored() -> Int {
+            ((try? String(contentsOfFile: daemon.journalPath, encoding: .utf8)) ?? "").split(separator: "\n").count
+        }
+        while stored() < appends, ContinuousClock.now < deadline { usleep(20_000) }
+        let used = try daemon.cpuTime - before
+        #expect(stored() == appends)
+        // A spin takes the whole stall in CPU; storing 3,000 records takes a small part of it.
+        #expect(used < .milliseconds(stall / 2), "daemon used \(used) of CPU over a \(stall) ms stall")
+        daemon.signal(SIGTERM)
+        #expect(daemon.waitForExit() == 0)
+    }
+
     @Test("commands match ASCII letters case-insensitively only; records refuse U+2028, U+2029, U+202E, keep emoji joiners")
     func asciiCommandsAndUnicodeControls() throws {
         let daemon = try DaemonProcess(directory: DaemonProcess.makeDirectory())

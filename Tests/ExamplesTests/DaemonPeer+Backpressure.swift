@@ -116,4 +116,15 @@ extension DaemonPeer {
         time.sleep(0.01)
     print("done", flush=True)
     """
+
+    /// Sends `STALL <argv[2]>` and `argv[3]` APPENDs in one go, closes the socket whole (the
+    /// daemon's side hangs up while its batches wait on the stalled journal), prints "closed".
+    static let hangUpWhileHeld = """
+    import socket, sys
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(sys.argv[1])
+    s.sendall(b"STALL " + sys.argv[2].encode() + b"\\n" + b"APPEND h\\n" * int(sys.argv[3]))
+    s.close()
+    print("closed", flush=True)
+    """
 }

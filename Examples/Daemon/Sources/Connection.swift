@@ -33,8 +33,14 @@ final class Connection: @unchecked Sendable {
     var lastSendProgress: ContinuousClock.Instant
     /// What the server's total holds for this connection (``heldBytes`` when last counted).
     var counted = 0
-    /// The connection's one source: readable while it reads, writable while replies wait.
+    /// The connection's one source: readable while it reads, writable while replies wait. Nil
+    /// once the client hung up while it could not be read (``hungUp``).
     var source: DescriptorSource?
+    /// The client closed its socket (hang-up): its replies have no reader and are not kept;
+    /// what it sent is still read and stored.
+    private(set) var hungUp = false
+    /// A read of a hung-up client is queued on daemon.io (one at a time).
+    var readQueued = false
 
     /// `now`: on daemon.io's clock (`LongThread.now`), which the timeouts follow.
     init(fd: Int32, allowsStall: Bool, now: ContinuousClock.Instant) {
@@ -79,8 +85,16 @@ final class Connection: @unchecked Sendable {
         return events
     }
 
-    /// Queues replies, each with its newline.
+    /// The client hung up: unsent replies are dropped, and later ones are not kept.
+    func peerClosed() {
+        hungUp = true
+        output = []
+        sent = 0
+    }
+
+    /// Queues replies, each with its newline (none once the client has hung up).
     func queue(_ replies: [String]) {
+        guard !hungUp else { return }
         for reply in replies {
             output.append(contentsOf: reply.utf8)
             output.append(UInt8(ascii: "\n"))

@@ -14,10 +14,40 @@ extension SocketServer {
     /// The connection's one source fired: replies out first (room in the client's socket), then
     /// requests in, if the connection may take more.
     func ready(_ connection: Connection, _ events: DescriptorEvents) {
+        if events.contains(.hangUp), !connection.hungUp {
+            connection.peerClosed()
+            recount(connection)
+        }
         if events.contains(.writable) || !connection.reading { flush(connection) }
         guard isLive(connection) else { return }
         if connection.mayRead { readReady(connection) }
+        guard isLive(connection) else { return }
+        if !events.isDisjoint(with: [.hangUp, .error]), !connection.mayRead { return holdHungUp(connection) }
         updateEvents(connection)
+    }
+
+    /// The client hung up (or its socket failed) while it may not be read. Hang-up is
+    /// level-triggered and reported whatever the source waits for: left watched, the source
+    /// would fire on every pass until the batches come back, a busy loop. The source goes; the
+    /// rest of what the client sent is read once it may be (``updateEvents(_:)``), and stored.
+    private func holdHungUp(_ connection: Connection) {
+        connection.source?.cancel()
+        connection.source = nil
+    }
+
+    /// Reads a hung-up client again from a queued item rather than from inside the caller (which
+    /// may be a read's own bookkeeping), one read at a time.
+    private func queueHungUpRead(_ connection: Connection) {
+        guard !connection.readQueued else { return }
+        connection.readQueued = true
+        do {
+            try io.perform { [self] in
+                connection.readQueued = false
+                if isLive(connection) { ready(connection, .hangUp) }
+            }
+        } catch {
+            drop(connection) // daemon.io is stopping: its connections go with it
+        }
     }
 
     func isLive(_ connection: Connection) -> Bool { connections[connection.fd] === connection }
@@ -178,7 +208,11 @@ extension SocketServer {
 
     /// Makes the connection's source wait for what it needs now (``Connection/wantedEvents``).
     func updateEvents(_ connection: Connection) {
-        guard let source = connection.source, isLive(connection) else { return }
+        guard isLive(connection) else { return }
+        guard let source = connection.source else {
+            if connection.mayRead { queueHungUpRead(connection) }
+            return
+        }
         let wanted = connection.wantedEvents, current = source.events
         do {
             if !wanted.subtracting(current).isEmpty { try source.enable(wanted.subtracting(current)) }
