@@ -19,6 +19,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.1.0"),
+        // package-benchmark: the regression suite CI checks against Benchmarks/Thresholds. Its
+        // MallocInterposer trait counts mallocs without jemalloc (and leaves its other default
+        // trait, RuntimeInterposer, off: that package is not needed).
+        .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
     ],
     targets: [
         // What Swift cannot reach through Glibc: syscall(SYS_futex), gettid, CPU affinity masks,
@@ -50,6 +54,17 @@ let package = Package(
             name: "SQLiteBench",
             dependencies: ["CSQLiteBench", .product(name: "LongThreads", package: libraryIdentity)],
             path: "Sources/SQLiteBench"
+        ),
+        // The package-benchmark suite (`swift package benchmark`; see README, "Regression suite").
+        // The plugin finds a suite by its folder's parent being named Benchmarks.
+        .executableTarget(
+            name: "LongThreadRegression",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "LongThreads", package: libraryIdentity),
+            ],
+            path: "Benchmarks/LongThreadRegression",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
         // The harness's own checks (`swift test` here; the library's CI does not build the benchmark).
         .testTarget(

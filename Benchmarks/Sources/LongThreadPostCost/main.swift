@@ -12,6 +12,9 @@
 //   longthread-postcost cf-lifecycle N the same life of a raw CF source0 thread (`CFSource0Life`)
 //   longthread-postcost wake N         one item posted to a sleeping loop, which wakes it, and its
 //                                      reply (a semaphore): the round trip's cost without a spin
+//   longthread-postcost paced N G      N `sync {}` from a caller that sleeps G µs (default 1000)
+//                                      before each: the paced caller's cost, spins and load
+//                                      samples included (a sleep costs no instructions)
 //
 // Posts: one producer (the main thread) posts N fire-and-forget empty closures to one LongThread,
 // in bursts of 1,000, each followed by an item that signals a semaphore the producer waits on (so
@@ -27,6 +30,7 @@
 // older commit too (copy it there with its Package.swift entry, without `submit` if that commit
 // has none).
 import Dispatch
+import Glibc
 import LongThreads
 
 let arguments = CommandLine.arguments.dropFirst()
@@ -47,6 +51,17 @@ case "lifecycle":
     }
 case "wake":
     try wakes(count)
+case "paced":
+    let gap = arguments.dropFirst(2).first.flatMap { Int($0) } ?? 1_000
+    let thread = try LongThread(name: "paced")
+    try thread.sync {}
+    for _ in 0..<count {
+        var request = timespec(tv_sec: 0, tv_nsec: gap * 1_000)
+        var remaining = timespec()
+        while nanosleep(&request, &remaining) == -1, errno == EINTR { request = remaining }
+        try thread.sync {}
+    }
+    thread.stop()
 case "cf-lifecycle":
     for _ in 0..<count {
         let thread = CFSource0Life()
@@ -54,7 +69,7 @@ case "cf-lifecycle":
         thread.stop()
     }
 default:
-    fatalError("unknown kind \(kind): perform, perform-context, perform-no-context, submit, wake, lifecycle or cf-lifecycle")
+    fatalError("unknown kind \(kind): perform, perform-context, perform-no-context, submit, wake, paced, lifecycle or cf-lifecycle")
 }
 
 func posts(_ count: Int, submit: Bool) throws {

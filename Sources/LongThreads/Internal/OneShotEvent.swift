@@ -67,7 +67,7 @@ struct OneShotEvent: @unchecked Sendable {
             if spinFor > 0 {
                 let waited = CLongThreadsShims_eventSpin(event, start, spinFor)
                 won = waited >= 0
-                learning.pointee.replies.record(won: won, waited: waited)
+                policy.replySpinEnded(won: won, after: waited, replierAwake: replierAwake, &learning.pointee)
             }
             if !won { CLongThreadsShims_eventWait(event, -1) }
         }

@@ -33,11 +33,15 @@ struct WaitHistory {
     }
 }
 
-/// Whether a CPU was spare for the calling thread when it last looked, and when that was.
+/// Whether a CPU was spare for the calling thread when it last looked, when that was, and how many
+/// decisions used it since (`WaitPolicy.spareCPUNow`).
 struct LoadSample {
+    /// `sampledAt` of a thread that never sampled.
+    static let never: Int64 = .min / 2
     /// Monotonic ns.
-    var sampledAt: Int64 = .min / 2
+    var sampledAt = LoadSample.never
     var spareCPU = false
+    var decisions: UInt32 = 0
 }
 
 /// What the calling thread's waits learnt, for `WaitPolicy` to decide by: one per OS thread
@@ -47,7 +51,9 @@ struct LoadSample {
 struct WaitLearning {
     /// First: zeroed storage reads false, and `current` then makes a fresh one.
     private(set) var prepared = true
+    /// Caller: spins for a reply from a loop thread its post found awake, and from one it woke.
     var replies = WaitHistory(average: WaitPolicy.initialSpinAverage)
+    var wokenReplies = WaitHistory(average: WaitPolicy.initialSpinAverage)
     var lingers = WaitHistory(average: WaitPolicy.initialSpinAverage)
     var joins = WaitHistory(average: WaitPolicy.initialJoinAverage)
     var parks = WaitHistory(average: WaitPolicy.initialSpinAverage)
@@ -125,7 +131,7 @@ enum RunnableThreads {
     }
 
     /// Opened and closed each time: a descriptor held for the process's life would show in every
-    /// descriptor census. The three calls cost about 12 µs (`WaitPolicy.loadSampleInterval`).
+    /// descriptor census. The three calls cost about 12 µs (`WaitPolicy.loadSampleDecisions`).
     /// Read into the stack and parsed by hand: a sample is taken at most every few ms, but a
     /// new thread's first wait may take one, so it stays within its life's cost.
     private static func read() -> Int {

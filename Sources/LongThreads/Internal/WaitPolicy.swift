@@ -29,8 +29,15 @@ import CLongThreadsShims
 /// **Spare CPU.** With no spare CPU the awaited thread is runnable but queued behind others, and a
 /// spinner only keeps it (or a neighbour) off a CPU. Spare: the system's runnable threads
 /// (`RunnableThreads`) do not outnumber the CPUs the thread may run on (its affinity mask; one
-/// CPU: never, as the awaited thread can only run when the spinner stops). Sampled at most once
-/// per `loadSampleInterval`.
+/// CPU: never, as the awaited thread can only run when the spinner stops).
+///
+/// **The load signal's cost.** A sample is a /proc read (about 12 µs of CPU on a 2-vCPU VM), so it
+/// is taken only where a wait's decision uses it (a reply spin, a linger, a join spin; never for a
+/// thread on the waiter's CPU, nor for a loop whose caller comes back late), and at most once per
+/// `loadSampleDecisions` such decisions of the thread and once per `loadSampleInterval`: charged to
+/// many requests, not to each. At a millisecond between requests, a 2 ms age alone cost a caller
+/// 6 µs a round trip (half a sample each). A stale signal costs little: a spin it wrongly allows
+/// loses, and losing spins sit themselves out (`learntBudget`).
 ///
 /// **Under load**, a wait still spins while the awaited thread is on another CPU right now: a
 /// caller whose post found the loop draining (it needed no wake-up) spins up to
@@ -40,7 +47,11 @@ import CLongThreadsShims
 /// threads ran on different CPUs took 1.1-2.7 µs at the median, against 25 µs when both slept.
 ///
 /// **Paying for itself.** A wait is judged by the CPU of both threads, not the caller's latency
-/// alone. A linger spins: it costs the loop thread the whole wait. A park sleeps on a futex: it
+/// alone. A caller's spin for a reply its post had to wake the loop for (the loop parked or slept
+/// in CF) lasts at most `wokenReplySpinMost`, what sleeping costs the caller, and learns apart
+/// from spins for an awake loop's reply (`WaitLearning.wokenReplies`): a loop's wake-up takes tens
+/// of µs across CPUs on a VM, and a spin that outlasts the caller's own sleep and wake has spent
+/// more than winning saves. A linger spins: it costs the loop thread the whole wait. A park sleeps on a futex: it
 /// costs a system call on each side whatever the wait, and saves the loop's sleep and wake in CF
 /// (an eventfd write, a ppoll, an epoll_wait, a read and a pass of CF's). So the loop thread
 /// learns how long its callers take to post again after a reply (`WaitLearning.callerGap`, from
@@ -70,6 +81,12 @@ struct WaitPolicy: Sendable {
     var replySpinMost: Int64 = 15_000
     /// Its cap under load (a spinner there holds a CPU someone queued for).
     var loadedReplySpinMost: Int64 = 10_000
+    /// Its cap, spare CPU or not, when the post had to wake the loop thread: about what the
+    /// caller's own futex sleep and wake cost it (a system call each way and a switch, 4-5 µs on a
+    /// VM: the futex floor's same-CPU round trip, 4.7 µs). Spinning longer than blocking costs can
+    /// only lose (the classic rule for spin-then-block waits); the reply of a parked loop on
+    /// another CPU came in 20-100 µs (the paced rows of the whole-cost benchmark).
+    var wokenReplySpinMost: Int64 = 5_000
     /// No spin shorter: the clock is read only every 32 pauses, and a reply needs a few µs.
     var spinLeast: Int64 = 4_000
     /// A linger's cap with a spare CPU: a caller that slept on its futex takes tens of µs to come
@@ -93,11 +110,18 @@ struct WaitPolicy: Sendable {
     /// wake (on a VM each is a hypervisor exit: a 10 µs park made 40-60% of pinned round trips
     /// take 11 µs instead of 4.7); a tick is never the earliest expiry while the CPU is busy.
     var parkMost: Int64 = 4_000_000
-    /// How old a load sample may get: a few ms, so a load change is seen within a few round trips'
-    /// pauses. A sample is not cheap: about 12 µs of CPU on a 2-vCPU VM (open, read and close of
-    /// /proc/loadavg), so a caller that posts once a millisecond pays about 6 µs a round trip for
-    /// it (the limit Benchmarks/README.md reports for issue 29).
-    var loadSampleInterval: Int64 = 2_000_000
+    /// The load signal's sampling: the one place its rate is set (see "The load signal's cost").
+    /// `loadSampleInterval`: the youngest sample worth replacing, one scheduler tick (`machine`).
+    /// /proc/loadavg's "running" field is read out at the instant of the read (nr_running summed
+    /// over the CPUs), so the kernel sets no period to its changes; what it stands for here, a
+    /// CPU-bound neighbour holding a CPU, changes at a tick at the finest (the scheduler preempts
+    /// one at a tick), so two readings within a tick see the same competitors.
+    var loadSampleInterval: Int64 = 4_000_000
+    /// `loadSampleDecisions`: the fewest waits that use the signal between two samples of one
+    /// thread. 32: a sample (12 µs) then costs each decision under 0.4 µs, a tenth of what the
+    /// cheapest spin it decides wins (a futex sleep and wake, 4-5 µs), however far apart the
+    /// requests; back to back (a few µs each) the tick bounds it instead.
+    var loadSampleDecisions: UInt32 = 32
     /// While a kind of wait keeps losing, every this-many-th still goes on, to notice a change.
     var probeInterval: UInt32 = 16
 
@@ -117,7 +141,7 @@ struct WaitPolicy: Sendable {
         var policy = WaitPolicy()
         let tick = CLongThreadsShims_coarseClockResolution()
         // A tickless or odd clock: keep the 4 ms of HZ=250, the common server setting.
-        if tick >= 1_000_000, tick <= 10_000_000 { policy.parkMost = tick }
+        if tick >= 1_000_000, tick <= 10_000_000 { (policy.parkMost, policy.loadSampleInterval) = (tick, tick) }
         return policy
     }()
 }
@@ -125,11 +149,14 @@ struct WaitPolicy: Sendable {
 // MARK: - Rules
 
 extension WaitPolicy {
-    /// Whether a CPU is spare for the calling thread, from its sample (taken again when older
-    /// than `loadSampleInterval`).
+    /// Whether a CPU is spare for the calling thread, from its sample: called by a wait whose
+    /// decision uses it, it counts one decision; taken again after `loadSampleDecisions` of them
+    /// once the sample is `loadSampleInterval` old (a thread's first, at once).
     func spareCPUNow(_ now: Int64, _ learning: inout WaitLearning) -> Bool {
         if let spareCPU { return spareCPU }
-        if now - learning.load.sampledAt >= loadSampleInterval {
+        learning.load.decisions &+= 1
+        let due = learning.load.decisions >= loadSampleDecisions && now - learning.load.sampledAt >= loadSampleInterval
+        if due || learning.load.sampledAt == LoadSample.never {
             let usable = Int(CLongThreadsShims_usableCPUCount())
             let runnable = usable > 1 ? RunnableThreads.sample(now: now, maximumAge: loadSampleInterval) : -1
             learning.load = LoadSample(sampledAt: now, spareCPU: usable > 1 && runnable >= 0 && runnable <= usable)
@@ -145,12 +172,24 @@ extension WaitPolicy {
     }
 
     /// Caller: how long to spin for a reply from `replier` before sleeping. 0 when it last replied
-    /// from this CPU; with no spare CPU, 0 unless the post found it draining (`replierAwake`).
+    /// from this CPU; with no spare CPU, 0 unless the post found it draining (`replierAwake`); when
+    /// the post had to wake it, at most `wokenReplySpinMost`, learnt apart.
     func replySpinBudget(from replier: UnsafeRawPointer?, replierAwake: Bool, now: Int64,
                          _ learning: inout WaitLearning) -> Int64 {
         if learning.replierSharesCPU(replier) { return 0 }
-        if spareCPUNow(now, &learning) { return learntBudget(&learning.replies, most: replySpinMost) }
-        return replierAwake ? learntBudget(&learning.replies, most: loadedReplySpinMost) : 0
+        let spare = spareCPUNow(now, &learning)
+        if !replierAwake { return spare ? learntBudget(&learning.wokenReplies, most: wokenReplySpinMost) : 0 }
+        return learntBudget(&learning.replies, most: spare ? replySpinMost : loadedReplySpinMost)
+    }
+
+    /// Caller: a reply spin ended after `waited` ns, with the reply (`won`) or without; the post
+    /// had found the loop thread awake or not (`replierAwake`).
+    func replySpinEnded(won: Bool, after waited: Int64, replierAwake: Bool, _ learning: inout WaitLearning) {
+        if replierAwake {
+            learning.replies.record(won: won, waited: waited)
+        } else {
+            learning.wokenReplies.record(won: won, waited: waited)
+        }
     }
 
     /// Joiner: how long to spin for the end of the thread with key `replier` before sleeping in
