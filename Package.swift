@@ -147,9 +147,11 @@ let package = Package(
             dependencies: ["LongThreads", "CLongThreadsShims"],
             path: "Tests/LongThreadsTestSupport"
         ),
+        // A fake thread-affine C library (as Tcl's interpreter): records and checks the calling thread.
+        .target(name: "CThreadAffineFixture", path: "Tests/CThreadAffineFixture"),
         .testTarget(
             name: "LongThreadsTests",
-            dependencies: ["LongThreads", "CLongThreadsShims", "LongThreadsTestSupport"],
+            dependencies: ["LongThreads", "CLongThreadsShims", "LongThreadsTestSupport", "CThreadAffineFixture"],
             path: "Tests/LongThreadsTests"
         ),
         .testTarget(
