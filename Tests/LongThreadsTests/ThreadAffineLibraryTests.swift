@@ -106,6 +106,8 @@ struct ThreadAffineLibraryTests {
         // After the end: the bound value was deleted on the thread at its end; calls get an error.
         await #expect(throws: LongThreadError.stopped) { try await bound.run { $0.call(1) } }
         #expect(throws: LongThreadError.stopped) { try bound.perform { _ = $0.call(1) } }
+        await bound.release()                              // destroyed at the end already: returns at once
+        await #expect(throws: LongThreadError.released) { try await bound.run { $0.call(1) } }
         let boundStats = boundRecord.stats
         let actorStats = actorRecord.stats
         #expect(boundStats.violations == 0)
