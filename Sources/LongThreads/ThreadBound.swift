@@ -139,6 +139,9 @@ extension ThreadBound where Value: ~Copyable {
     ///   through this handle or any reference to it, throw ``LongThreadError/released``; a
     ///   ``perform(label:_:)`` body that raced with it and was queued still runs, before the value
     ///   is destroyed.
+    /// - Queue limit: a release is never refused nor waits for room; with the thread's queue full
+    ///   (``LongThread/Options/queueLimit``) it goes ahead of the waiting work, which then throws
+    ///   ``LongThreadError/released``.
     /// - After stop: once a stop has begun the thread takes no more items, and destroys the value
     ///   at its end, after its last item and before ``LongThread/Options/tearDown``: this returns
     ///   then. After the thread ended, the value is gone already: this returns at once.

@@ -230,7 +230,8 @@ struct ExecutorTests {
         }
         // The blocker is running, so `pending` counts only what queues behind it.
         #expect(await blocked.value())
-        let call = Task { await pinned.increment().onThread }
+        // Preferring the thread: the call is queued as the task is made, before the stop's end.
+        let call = Task(executorPreference: thread) { await pinned.increment().onThread }
         #expect(await eventually { thread.statistics.pending >= 1 })
         thread.stop(waitUntilDone: false)
         gate.countDown()
@@ -271,7 +272,7 @@ struct ExecutorTests {
         }
         #expect(await blocked.value())
         let calls = (0..<10).map { _ in
-            Task { () -> (count: Int, onThread: Bool, afterBlocker: Bool) in
+            Task(executorPreference: thread) { () -> (count: Int, onThread: Bool, afterBlocker: Bool) in
                 let (count, onThread) = await pinned.increment()
                 return (count, onThread, blockerDone.isOpen)
             }

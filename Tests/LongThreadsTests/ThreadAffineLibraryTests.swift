@@ -81,7 +81,9 @@ struct ThreadAffineLibraryTests {
         try await thread.block(until: gate)
         thread.stop(waitUntilDone: false)
         let outcomes = Recorder<String>()
-        let lateActorCalls = (0..<Self.asyncCallers).map { _ in Task { await interpreter.call(1) } }
+        // Preferring the thread, each task's first job is queued as the task is made: every call
+        // reaches the thread while it drains, however slow the cooperative pool is.
+        let lateActorCalls = (0..<Self.asyncCallers).map { _ in Task(executorPreference: thread) { await interpreter.call(1) } }
         let lateBoundCalls = (0..<Self.asyncCallers).map { _ in
             Task { () -> String in
                 do { return "ran \(try await bound.run { $0.call(1) })" } catch { return "\(error)" }
@@ -93,7 +95,7 @@ struct ThreadAffineLibraryTests {
                 do { _ = try thread.sync { interpreter.callFromThreadWork(1) }; outcomes.record("ran") } catch { outcomes.record("\(error)") }
             } }
         }
-        let close = Task { await interpreter.close() }     // the actor's last call: queued while draining
+        let close = Task(executorPreference: thread) { await interpreter.close() }     // the actor's last call: queued while draining
         #expect(await eventually { thread.statistics.pending >= Self.asyncCallers + 1 })
         gate.countDown()
         for call in lateActorCalls { #expect(await call.value == 2) }    // ran on the thread, in the drain

@@ -129,14 +129,22 @@ final class BoundStorage<Value: ~Copyable>: BoundValue, @unchecked Sendable {
 
     /// The handle's hold given up on the thread, in order behind the work queued before it: that
     /// work still finds the value. Refused once a stop has begun: the value is destroyed at the
-    /// thread's end then.
+    /// thread's end then. A full queue (`Options.queueLimit`) does not refuse it: it goes ahead of
+    /// the waiting work instead, which then finds the value released (a release never waits for
+    /// room, nor is lost).
     func releaseInOrder() {
         let release = { @Sendable in self.release() }
         if core.isCurrent {
             release()
             return
         }
-        _ = try? core.enqueue(.fireAndForget(release), modes: nil)
+        do throws(LongThreadError) {
+            try core.enqueue(.fireAndForget(release), modes: nil)
+        } catch .queueFull {
+            _ = try? core.enqueue(.fireAndForget(release), modes: nil, atFront: true)
+        } catch {
+            // `.stopped`: the thread destroys the value at its end.
+        }
     }
 
     /// Suspends until the value has been destroyed (its `deinit` ran, on its thread).

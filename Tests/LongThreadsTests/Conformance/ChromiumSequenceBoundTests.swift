@@ -164,6 +164,33 @@ struct ChromiumSequenceBoundTests {
         #expect(destroyedOnThread.events == [true])
     }
 
+    @Test("release() with the thread's queue full is neither refused nor kept waiting for room; the bodies queued before it still run first")
+    func releaseWithAFullQueue() async throws {
+        let thread = try LongThread(
+            name: "cr-seqbound-full", options: .init(queueLimit: .init(highWatermark: 4, whenFull: .throwError))
+        )
+        defer { thread.stopAtTestEnd() }
+        let (derived, mark, destroyedOnThread) = try await Self.makeDerived(on: thread)
+        let gate = Latch()
+        try await thread.block(until: gate)
+        var queued = 0
+        while true {
+            do {
+                try derived.perform { $0.setValue(.different) }
+                queued += 1
+            } catch {
+                #expect(error == .queueFull)
+                break
+            }
+        }
+        async let released: Void = derived.release()
+        #expect(await eventually { thread.statistics.pending > queued })   // the release is queued
+        gate.countDown()
+        await released
+        #expect(mark.events == [.derivedCtor] + Array(repeating: .different, count: queued) + [.derivedDtor])
+        #expect(destroyedOnThread.events == [true])
+    }
+
     @Test("release() once the thread has stopped returns when the thread's end destroyed the value, on the thread")
     func releaseAfterStop() async throws {
         let thread = try LongThread(name: "cr-seqbound-stopped")

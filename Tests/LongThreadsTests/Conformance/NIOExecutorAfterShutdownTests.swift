@@ -65,7 +65,9 @@ struct NIOExecutorAfterShutdownTests {
         try await thread.block(until: gate)
         thread.stop(waitUntilDone: false)
         #expect(!thread.isRunning)                                   // the stop has begun
-        let calls = (0..<50).map { _ in Task { await actor.increment() } }
+        // Preferring the thread, each task's first job is queued on it as the task is made: no
+        // call can reach the thread after its end, however slow the cooperative pool is.
+        let calls = (0..<50).map { _ in Task(executorPreference: thread) { await actor.increment() } }
         #expect(await eventually { thread.statistics.pending >= 50 })
         gate.countDown()
         var counts: [Int] = []
@@ -85,7 +87,7 @@ struct NIOExecutorAfterShutdownTests {
         let log = Recorder<Bool>()
         let gate = Latch()
         try await thread.block(until: gate)
-        let call = Task { await actor.chain(20, log: log) }
+        let call = Task(executorPreference: thread) { await actor.chain(20, log: log) }
         #expect(await eventually { thread.statistics.pending >= 1 })
         thread.stop(waitUntilDone: false, pending: .discard)
         gate.countDown()
@@ -102,7 +104,7 @@ struct NIOExecutorAfterShutdownTests {
         try await thread.block(until: gate)
         let waiter = Task { try await thread.run { 1 } }
         #expect(await eventually { thread.statistics.pending >= 1 })
-        let calls = (0..<10).map { _ in Task { await actor.increment().onThread } }
+        let calls = (0..<10).map { _ in Task(executorPreference: thread) { await actor.increment().onThread } }
         #expect(await eventually { thread.statistics.pending >= 11 })
         thread.stop(waitUntilDone: false, pending: .discard)
         gate.countDown()
@@ -120,7 +122,7 @@ struct NIOExecutorAfterShutdownTests {
         let gate = Latch()
         try await thread.block(until: gate)
         thread.stop(waitUntilDone: false, pending: .discard)
-        let call = Task { await actor.record("job", in: log) }
+        let call = Task(executorPreference: thread) { await actor.record("job", in: log) }
         #expect(await eventually { thread.statistics.pending >= 1 })
         gate.countDown()
         await call.value
