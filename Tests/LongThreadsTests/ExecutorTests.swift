@@ -226,7 +226,7 @@ struct ExecutorTests {
         let blocked = Latch()
         try thread.perform {
             blocked.countDown()
-            gate.wait()
+            _ = gate.wait(timeout: .seconds(600)) // outlasts any stall: the test opens it
         }
         // The blocker is running, so `pending` counts only what queues behind it.
         #expect(await blocked.value())
@@ -267,7 +267,7 @@ struct ExecutorTests {
         let blocked = Latch()
         try thread.perform {
             blocked.countDown()
-            gate.wait()
+            _ = gate.wait(timeout: .seconds(600)) // outlasts any stall: the test opens it
             blockerDone.countDown()
         }
         #expect(await blocked.value())

@@ -78,7 +78,7 @@ struct ThreadAffineLibraryTests {
 
         // Stopping: the thread is held, the stop begins, and callers call while it drains.
         let gate = Latch()
-        try await thread.block(until: gate)
+        try await thread.blockForStop(until: gate)
         thread.stop(waitUntilDone: false)
         let outcomes = Recorder<String>()
         // Preferring the thread, each task's first job is queued as the task is made: every call

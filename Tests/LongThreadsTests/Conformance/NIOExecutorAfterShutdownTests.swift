@@ -62,7 +62,7 @@ struct NIOExecutorAfterShutdownTests {
         let thread = try LongThread(name: "nio-exec-drain")
         let actor = LoopBoundActor(thread: thread)
         let gate = Latch()
-        try await thread.block(until: gate)
+        try await thread.blockForStop(until: gate)
         thread.stop(waitUntilDone: false)
         #expect(!thread.isRunning)                                   // the stop has begun
         // Preferring the thread, each task's first job is queued on it as the task is made: no
@@ -86,7 +86,7 @@ struct NIOExecutorAfterShutdownTests {
         let actor = LoopBoundActor(thread: thread)
         let log = Recorder<Bool>()
         let gate = Latch()
-        try await thread.block(until: gate)
+        try await thread.blockForStop(until: gate)
         let call = Task(executorPreference: thread) { await actor.chain(20, log: log) }
         #expect(await eventually { thread.statistics.pending >= 1 })
         thread.stop(waitUntilDone: false, pending: .discard)
@@ -101,7 +101,7 @@ struct NIOExecutorAfterShutdownTests {
         let thread = try LongThread(name: "nio-exec-discard")
         let actor = LoopBoundActor(thread: thread)
         let gate = Latch()
-        try await thread.block(until: gate)
+        try await thread.blockForStop(until: gate)
         let waiter = Task { try await thread.run { 1 } }
         #expect(await eventually { thread.statistics.pending >= 1 })
         let calls = (0..<10).map { _ in Task(executorPreference: thread) { await actor.increment().onThread } }
@@ -120,7 +120,7 @@ struct NIOExecutorAfterShutdownTests {
         let bound = try await ThreadBound(on: thread) { DeinitRecorder { log.record("bound value destroyed") } }
         let actor = LoopBoundActor(thread: thread)
         let gate = Latch()
-        try await thread.block(until: gate)
+        try await thread.blockForStop(until: gate)
         thread.stop(waitUntilDone: false, pending: .discard)
         let call = Task(executorPreference: thread) { await actor.record("job", in: log) }
         #expect(await eventually { thread.statistics.pending >= 1 })
