@@ -147,6 +147,8 @@ let package = Package(
             dependencies: ["LongThreads", "CLongThreadsShims"],
             path: "Tests/LongThreadsTestSupport"
         ),
+        // A fake thread-affine C library (as Tcl's interpreter): records and checks the calling thread.
+        .target(name: "CThreadAffineFixture", path: "Tests/CThreadAffineFixture"),
         // A C library with frames of its own for the stall monitor's tests: a wait reached through C.
         .target(
             name: "CStallFixtures",
@@ -155,7 +157,9 @@ let package = Package(
         ),
         .testTarget(
             name: "LongThreadsTests",
-            dependencies: ["LongThreads", "CLongThreadsShims", "LongThreadsTestSupport", "CStallFixtures"],
+            dependencies: [
+                "LongThreads", "CLongThreadsShims", "LongThreadsTestSupport", "CThreadAffineFixture", "CStallFixtures",
+            ],
             path: "Tests/LongThreadsTests"
         ),
         .testTarget(

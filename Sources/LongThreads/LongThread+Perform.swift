@@ -245,6 +245,7 @@ extension LongThread {
         try await run(modes: nil, label: label, work)
     }
 
+    @usableFromInline
     func run<T: Sendable>(
         modes: [RunLoop.Mode]?,
         label: String?,

@@ -23,12 +23,22 @@
 ///   so being on the thread *is* being isolated to it: `assumeIsolated`, `preconditionIsolated`
 ///   and `assertIsolated` of an actor pinned to the thread succeed inside `perform` work, timers
 ///   and observers too, and trap anywhere else (``checkIsolated()``).
-/// - After stop: a job is never refused and never dropped (a job that does not run hangs its task
-///   for ever). Jobs enqueued once a stop has begun, and jobs a `.discard` stop drops from the queue,
-///   run on the thread's *successor*: a serial queue that starts once the thread has ended and runs
-///   them one at a time, isolated to this executor. A pinned actor thus keeps working — serially,
-///   every call completes — but no longer on this thread: there ``current`` is nil and ``isCurrent``
-///   false. Jobs accepted before a `.drain` stop run on the thread, as the drain.
+/// - After stop: every job runs on this thread, or not at all. Jobs that reach the thread while
+///   it stops — queued before the stop, enqueued while it drains, or queued when a `.discard` stop
+///   drops the rest (a job has nobody to tell) — run on the thread before it ends, in order, and
+///   before its ``ThreadBound`` values are destroyed and ``Options/tearDown`` runs. The thread's
+///   last look finds no job queued and closes the door.
+/// - After the end: a job that arrives once the thread has ended (a call to a pinned actor, or the
+///   return of one of its methods from an `await` elsewhere) traps with a message that names the
+///   thread and the cause ("BUG DETECTED: a job for LongThread … arrived after the thread
+///   ended"). Running it on another thread would break what the pin promises (thread-affine state
+///   touched off its thread); dropping it would leave its task, and every caller awaiting it,
+///   suspended for ever with no word. So stop the thread only once its actors' last calls have
+///   returned. SwiftNIO logs and drops such a task (its strict mode traps, as here).
+/// - Init and deinit: an actor's `init` and its non-isolated `deinit` run on the caller's
+///   thread (whoever makes it, whoever releases it last), not on this thread: make and close
+///   thread-affine state in an isolated method, or hold it in a ``ThreadBound`` value, which is
+///   made and destroyed on the thread.
 /// - Callable from: any thread (the runtime calls ``enqueue(_:)``).
 ///
 /// > Important: Keep the `LongThread` alive as long as any actor pinned to it: store it in the
@@ -37,12 +47,11 @@
 /// > Warning: Do not run the loop nested in the default mode (`RunLoop.current.run(until:)`) from
 /// > actor code: jobs of the same actor would run inside the nested run, in the middle of the method
 /// > that started it. Nested runs in a custom mode (``runNested(in:until:while:)``) do not serve jobs.
-/// > And do not let thread work block on async work once a stop has begun: the successor waits for
-/// > the thread's end, so that work would wait for ever.
 extension LongThread: SerialExecutor, TaskExecutor {
     /// Queues `job` on this thread, FIFO with `perform` work; called by the Swift runtime.
     ///
-    /// - Runs on: this thread, in the default mode; after a stop began, on the thread's successor.
+    /// - Runs on: this thread, in the default mode, also while a stop drains or discards.
+    /// - After the end: traps (see the type's threading contract): the job can run nowhere else.
     /// - Blocks: never (one lock, and a wake-up only when the queue was empty).
     /// - Callable from: any thread.
     public func enqueue(_ job: consuming ExecutorJob) {

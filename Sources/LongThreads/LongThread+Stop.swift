@@ -72,12 +72,13 @@ extension LongThread {
     /// requested, is not taken back.
     /// - Parameter pending: What becomes of work accepted but not yet run: ``PendingWork/drain``
     ///   runs it, ``PendingWork/discard`` releases it unrun.
-    /// - Callable from: any task, including a method of an actor pinned to this thread: the call
-    ///   runs off the thread (a nonisolated async function), so the thread is free to drain while
-    ///   the task is suspended, and the rest of that method runs on the actor's successor once the
-    ///   thread has ended. Should it run on the thread itself (a caller's executor it inherits), it
-    ///   requests the stop and returns at once, as a thread cannot await its own end.
-    public func stop(pending: LongThread.PendingWork = .drain) async {
+    /// - Callable from: any task. It runs on its caller's executor (`nonisolated(nonsending)`):
+    ///   called from an actor pinned to this thread, or from a task on it, it is on the thread
+    ///   itself, so it requests the stop and returns at once (a thread cannot await its own end);
+    ///   the rest of the caller runs on the thread, as part of the drain, and the thread ends
+    ///   after it. Awaiting the end there would resume the actor after its thread ended, where it
+    ///   cannot run (see ``enqueue(_:)``).
+    public nonisolated(nonsending) func stop(pending: LongThread.PendingWork = .drain) async {
         core.requestStop(pending)
         if !isCurrent {
             await core.waitUntilExit()
@@ -107,9 +108,10 @@ extension LongThread {
     /// does not end early when the task is cancelled: pair it with ``stop(waitUntilDone:pending:)``
     /// in a cancellation handler, as `LongThreadService` does.
     /// - Returns: Whether the thread has ended (false only when called on the thread itself).
-    /// - Callable from: any task.
+    /// - Callable from: any task. It runs on its caller's executor (`nonisolated(nonsending)`):
+    ///   from an actor pinned to this thread it is on the thread, and returns false at once.
     @discardableResult
-    public func waitUntilExit() async -> Bool {
+    public nonisolated(nonsending) func waitUntilExit() async -> Bool {
         if isCurrent { return false }
         await core.waitUntilExit()
         return true

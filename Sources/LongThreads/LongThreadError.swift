@@ -43,6 +43,9 @@ public enum LongThreadError: Error, Equatable, Sendable, CustomStringConvertible
     /// inside that body (its `inout` access would overlap), or from a run of the thread's loop
     /// that the body started. Nothing ran.
     case reentrantAccess
+    /// A ``ThreadBound`` value was reached after its ``ThreadBound/release()``: the value is
+    /// destroyed (or about to be). Nothing ran.
+    case released
     /// ``LongThread/runCurrentThread(name:options:_:)`` was called on a thread that is a
     /// LongThread already: from its work, its setUp or tearDown, or from inside another
     /// `runCurrentThread`. A thread runs one loop of the library's at a time; nothing changed.
@@ -65,6 +68,7 @@ public enum LongThreadError: Error, Equatable, Sendable, CustomStringConvertible
         case .setUpFailed(let error): "LongThread: the thread's setUp threw \(error)"
         case .alreadyALongThread: "LongThread: runCurrentThread was called on a thread that is a LongThread already"
         case .invalidInterval(let interval): "LongThread: a repeating timer needs an interval above zero, got \(interval)"
+        case .released: "LongThread: the ThreadBound value was released"
         case .reentrantAccess:
             "LongThread: a thread-bound value was reached from inside a body that was using it"
         case .invalidMode(let mode):
@@ -80,7 +84,7 @@ public enum LongThreadError: Error, Equatable, Sendable, CustomStringConvertible
         switch (lhs, rhs) {
         case (.stopped, .stopped), (.discarded, .discarded), (.noModes, .noModes), (.queueFull, .queueFull),
              (.cancelled, .cancelled), (.timedOut, .timedOut), (.reentrantAccess, .reentrantAccess),
-             (.alreadyALongThread, .alreadyALongThread):
+             (.alreadyALongThread, .alreadyALongThread), (.released, .released):
             true
         case (.cannotStart(let a), .cannotStart(let b)): a == b
         case (.tooManyModes(let a), .tooManyModes(let b)): a == b

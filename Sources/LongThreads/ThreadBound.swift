@@ -37,6 +37,9 @@ import Foundation
 ///   destroyed on another thread.
 /// - A handle does not keep its thread running: ending the thread ends its values, and every
 ///   access afterwards (or once a stop has begun) throws ``LongThreadError/stopped``.
+/// - Released on demand: ``release()`` destroys the value on its thread after the work queued
+///   for it, and returns once its `deinit` has run; later accesses throw
+///   ``LongThreadError/released``. ``thread`` names the thread it lives on.
 /// - Several values may be bound to one thread; each body has its value to itself.
 ///
 /// ## Rules
@@ -52,7 +55,7 @@ import Foundation
 /// Where an actor is enough (serialized state, no thread affinity), prefer the actor: it costs no
 /// thread. See <doc:ThreadBoundValues>.
 public final class ThreadBound<Value: ~Copyable>: Sendable {
-    let storage: BoundStorage<Value>
+    @usableFromInline let storage: BoundStorage<Value>
 
     /// Makes the value on `thread` and binds it there, suspending the calling task meanwhile.
     ///
@@ -96,21 +99,79 @@ public final class ThreadBound<Value: ~Copyable>: Sendable {
         self.storage = storage
     }
 
-    /// Releases the value: destroyed on its thread once no ``perform(label:_:)`` body for it waits.
+    /// Releases the value, unless ``release()`` did: destroyed on its thread once no
+    /// ``perform(label:_:)`` body for it waits, ahead of the other waiting items.
     deinit {
-        storage.release()
+        if storage.releaseHandle() { storage.release() }
     }
 
     /// Whether the caller runs on the value's thread.
     public var isCurrent: Bool { storage.core.isCurrent }
 
-    /// The value's thread; `.stopped` once the thread's last handle is gone (it is then ending, and
-    /// the value with it). A stop that has begun is found by the post itself.
-    private var thread: LongThread {
+    /// The thread the value lives on; nil once that thread's last handle is gone (the thread is
+    /// then ending, and the value with it).
+    ///
+    /// A handle does not keep its thread running, so this is not a strong reference held for you:
+    /// keep the thread's handle where you keep the value if you need it.
+    /// - Callable from: any thread.
+    public var thread: LongThread? { storage.core.handle }
+
+    /// The value's thread for a post; `.released` after ``release()``, `.stopped` once the thread's
+    /// last handle is gone. A stop that has begun is found by the post itself.
+    @usableFromInline
+    var postTarget: LongThread {
         get throws(LongThreadError) {
+            if storage.isReleased { throw .released }
             guard let thread = storage.core.handle else { throw .stopped }
             return thread
         }
+    }
+}
+
+// MARK: - Release
+
+extension ThreadBound where Value: ~Copyable {
+    /// Releases the value and suspends until it has been destroyed on its thread: when this
+    /// returns, the value's `deinit` has run (Chromium's `SequenceBound::Reset`, awaited).
+    ///
+    /// - Order: work for the value queued before this call (`run`, `sync`, `perform`) runs first,
+    ///   with the value; the value is destroyed after it, on the thread. Calls made after this one,
+    ///   through this handle or any reference to it, throw ``LongThreadError/released``; a
+    ///   ``perform(label:_:)`` body that raced with it and was queued still runs, before the value
+    ///   is destroyed.
+    /// - Queue limit: a release is never refused nor waits for room; with the thread's queue full
+    ///   (``LongThread/Options/queueLimit``) it goes ahead of the waiting work, which then throws
+    ///   ``LongThreadError/released``.
+    /// - After stop: once a stop has begun the thread takes no more items, and destroys the value
+    ///   at its end, after its last item and before ``LongThread/Options/tearDown``: this returns
+    ///   then. After the thread ended, the value is gone already: this returns at once.
+    /// - Repeated calls: each returns once the value is destroyed; the handle's `deinit` then does
+    ///   nothing more.
+    /// - Callable from: any task or actor, an actor pinned to the value's thread included (the
+    ///   task suspends; the thread is not blocked).
+    public func release() async {
+        if storage.releaseHandle() { storage.releaseInOrder() }
+        await storage.destroyed()
+    }
+
+    /// Releases the value and, with `waitUntilDone`, blocks until it has been destroyed on its
+    /// thread (Chromium's `SequenceBound::SynchronouslyResetForTest`).
+    ///
+    /// - Order and after stop: as ``release()``.
+    /// - Called on the value's thread: the value is destroyed at once when no body for it runs or
+    ///   waits; otherwise after them, and this returns at once whatever `waitUntilDone` says (the
+    ///   thread cannot wait for its own work).
+    /// - Blocks: with `waitUntilDone`, until the value's `deinit` has run on the thread.
+    /// - Parameter waitUntilDone: Whether to block until the value has been destroyed.
+    /// - Callable from: any thread; not from async code (use ``release()``).
+    ///
+    /// > Warning: Waiting is only deadlock-free if the thread's current work does not itself wait
+    /// > for the caller.
+    @available(*, noasync, message: "blocks a cooperative thread: use 'await value.release()'")
+    public func release(waitUntilDone: Bool) {
+        if storage.releaseHandle() { storage.releaseInOrder() }
+        guard waitUntilDone, !storage.core.isCurrent else { return }
+        storage.waitUntilDestroyed()
     }
 }
 
@@ -131,6 +192,7 @@ extension ThreadBound where Value: ~Copyable {
     /// - Throws: What `body` throws, `CancellationError`, ``LongThreadError/stopped`` once the
     ///   thread stops, ``LongThreadError/reentrantAccess`` (see the type's rules).
     /// - Callable from: any task or actor.
+    @inlinable
     public func run<R: Sendable>(
         modes: [RunLoop.Mode],
         label: String? = nil,
@@ -146,17 +208,20 @@ extension ThreadBound where Value: ~Copyable {
     ///   - body: Gets the value `inout`.
     /// - Returns: What `body` returns.
     /// - Throws: As ``run(modes:label:_:)``.
+    @inlinable
     public func run<R: Sendable>(label: String? = nil, _ body: @escaping @Sendable (inout Value) throws -> R) async throws -> R {
         try await run(modes: nil, label: label, body)
     }
 
-    private func run<R: Sendable>(
+    // Inlinable, with the calls below, so that callers specialize it (see `BoundStorage`).
+    @inlinable
+    func run<R: Sendable>(
         modes: [RunLoop.Mode]?,
         label: String?,
         _ body: @escaping @Sendable (inout Value) throws -> R
     ) async throws -> R {
         let storage = storage
-        return try await thread.run(modes: modes, label: label) { try storage.access(body) }
+        return try await postTarget.run(modes: modes, label: label) { try storage.access(body) }
     }
 
     /// Runs `body` on the value's thread with the value and returns its result, blocking the
@@ -171,11 +236,12 @@ extension ThreadBound where Value: ~Copyable {
     ///   - body: Gets the value `inout`. Its result is `sending`: it may return what it made, not
     ///     the value itself (or a part of it that is not `Sendable`).
     /// - Returns: What `body` returns.
-    /// - Throws: What `body` throws, ``LongThreadError/stopped`` once the thread stops,
+    /// - Throws: What `body` throws, ``LongThreadError/stopped`` once the thread stops, ``LongThreadError/released`` after ``release()``,
     ///   ``LongThreadError/discarded`` if a discarding stop drops it,
     ///   ``LongThreadError/reentrantAccess`` (see the type's rules).
     /// - Callable from: any thread; not from async code (use ``run(modes:label:_:)``).
     @available(*, noasync, message: "blocks a cooperative thread: use 'try await value.run { ... }'")
+    @inlinable
     public func sync<R>(
         modes: [RunLoop.Mode],
         label: String? = nil,
@@ -192,17 +258,19 @@ extension ThreadBound where Value: ~Copyable {
     /// - Returns: What `body` returns.
     /// - Throws: As ``sync(modes:label:_:)``.
     @available(*, noasync, message: "blocks a cooperative thread: use 'try await value.run { ... }'")
+    @inlinable
     public func sync<R>(label: String? = nil, _ body: @Sendable (inout Value) throws -> sending R) throws -> sending R {
         try sync(modes: nil, label: label, body)
     }
 
-    private func sync<R>(
+    @inlinable
+    func sync<R>(
         modes: [RunLoop.Mode]?,
         label: String?,
         _ body: @Sendable (inout Value) throws -> sending R
     ) throws -> sending R {
         let storage = storage
-        return try thread.sync(modes: modes, label: label) { try storage.access(body) }
+        return try postTarget.sync(modes: modes, label: label) { try storage.access(body) }
     }
 
     /// Queues `body` to run on the value's thread with the value, and returns at once.
@@ -215,7 +283,7 @@ extension ThreadBound where Value: ~Copyable {
     ///   - modes: The run-loop modes `body` may run in.
     ///   - label: Names the work in stall reports (``StallMonitor``).
     ///   - body: Gets the value `inout`.
-    /// - Throws: ``LongThreadError/stopped`` once the thread stops, and what
+    /// - Throws: ``LongThreadError/stopped`` once the thread stops, ``LongThreadError/released`` after ``release()``, and what
     ///   ``LongThread/perform(modes:label:_:)`` throws.
     /// - Callable from: any thread, task or actor.
     public func perform(
@@ -242,12 +310,12 @@ extension ThreadBound where Value: ~Copyable {
         _ body: @escaping @Sendable (inout Value) -> Void
     ) throws(LongThreadError) {
         let storage = storage
-        let thread = try thread
         // The queued body holds the value as a handle would, so that a release meanwhile cannot
-        // destroy the value before the body ran.
+        // destroy the value before the body ran. Held before `postTarget` looks for a release:
+        // a release whose hold was given up before this one was taken is seen there.
         storage.retain()
         do {
-            try thread.perform(waitUntilDone: false, modes: modes, label: label) { storage.performQueued(body) }
+            try postTarget.perform(waitUntilDone: false, modes: modes, label: label) { storage.performQueued(body) }
         } catch {
             storage.release()
             throw error

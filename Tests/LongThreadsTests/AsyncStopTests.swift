@@ -11,10 +11,10 @@ private actor PinnedStopper {
     init(thread: LongThread) { self.thread = thread }
 
     /// Whether the method went on after the stop, and where.
-    func stopFromTheThread() async -> (ranOnTheThread: Bool, threadEnded: Bool) {
+    func stopFromTheThread() async -> (ranOnTheThread: Bool, threadEnded: Bool, wentOnOnTheThread: Bool) {
         let ranOnTheThread = LongThread.current === thread
         await thread.stop()
-        return (ranOnTheThread, !thread.isRunning)
+        return (ranOnTheThread, !thread.isRunning, LongThread.current === thread)
     }
 }
 
@@ -55,13 +55,14 @@ struct AsyncStopTests {
         #expect(await thread.waitUntilExit())
     }
 
-    @Test("await stop() from an actor pinned to the thread does not wait on itself: the thread drains and ends")
+    @Test("await stop() from an actor pinned to the thread does not wait on itself: the method goes on on the thread, which then drains and ends")
     func fromAPinnedActor() async throws {
         let thread = try LongThread(name: "lt-astop-self")
         let stopper = PinnedStopper(thread: thread)
         let outcome = await stopper.stopFromTheThread()    // returns: no deadlock
         #expect(outcome.ranOnTheThread)
-        #expect(outcome.threadEnded)
+        #expect(outcome.threadEnded)                       // the stop had begun
+        #expect(outcome.wentOnOnTheThread)                 // not after the end, elsewhere
         #expect(await thread.waitUntilExit())
     }
 }

@@ -226,11 +226,12 @@ struct ExecutorTests {
         let blocked = Latch()
         try thread.perform {
             blocked.countDown()
-            gate.wait()
+            _ = gate.wait(timeout: .seconds(600)) // outlasts any stall: the test opens it
         }
         // The blocker is running, so `pending` counts only what queues behind it.
         #expect(await blocked.value())
-        let call = Task { await pinned.increment().onThread }
+        // Preferring the thread: the call is queued as the task is made, before the stop's end.
+        let call = Task(executorPreference: thread) { await pinned.increment().onThread }
         #expect(await eventually { thread.statistics.pending >= 1 })
         thread.stop(waitUntilDone: false)
         gate.countDown()
@@ -238,23 +239,27 @@ struct ExecutorTests {
         #expect(await Latch.exit(of: thread))
     }
 
-    @Test("after a stop, a pinned actor keeps working, serially, on the thread's successor")
-    func jobsAfterStopRunOnSuccessor() async throws {
-        let thread = try LongThread(name: "lt-exec-after")
-        let pinned = Pinned(thread: thread)
-        _ = await pinned.increment()
-        await thread.stop()
-        let results = await withTaskGroup(of: (count: Int, onThread: Bool).self) { group in
-            for _ in 0..<100 { group.addTask { await pinned.increment() } }
-            return await group.reduce(into: []) { $0.append($1) }
+    @Test("after the thread ended, a call to a pinned actor traps naming the thread; it runs on no other thread")
+    func jobsAfterEndTrap() async throws {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent, \.standardOutputContent]) {
+            let thread = try! LongThread(name: "lt-exec-after")
+            let pinned = Pinned(thread: thread)
+            _ = await pinned.increment()
+            await thread.stop()
+            let results = await withTaskGroup(of: (count: Int, onThread: Bool).self) { group in
+                for _ in 0..<100 { group.addTask { await pinned.increment() } }
+                return await group.reduce(into: []) { $0.append($1) }
+            }
+            print("ran \(results.count)")
         }
-        #expect(results.allSatisfy { !$0.onThread })
-        #expect(Set(results.map(\.count)) == Set(2...101))
-        #expect(await pinned.count == 101)
+        let output = String(decoding: result?.standardOutputContent ?? [], as: UTF8.self)
+        #expect(!output.contains("ran"))
+        let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(message.contains("BUG DETECTED: a job for LongThread \"lt-exec-after\""))
     }
 
-    @Test("a discarding stop hands queued jobs to the successor, which runs them after the thread ended")
-    func discardedJobsRunAfterThreadEnded() async throws {
+    @Test("a discarding stop does not drop queued jobs: they run on the thread after the running item")
+    func discardingStopRunsJobsOnThread() async throws {
         let thread = try LongThread(name: "lt-exec-discard")
         let pinned = Pinned(thread: thread)
         let gate = Latch()
@@ -262,25 +267,28 @@ struct ExecutorTests {
         let blocked = Latch()
         try thread.perform {
             blocked.countDown()
-            gate.wait()
+            _ = gate.wait(timeout: .seconds(600)) // outlasts any stall: the test opens it
             blockerDone.countDown()
         }
         #expect(await blocked.value())
         let calls = (0..<10).map { _ in
-            Task { () -> (onThread: Bool, afterBlocker: Bool) in
-                let onThread = await pinned.increment().onThread
-                return (onThread, blockerDone.isOpen)
+            Task(executorPreference: thread) { () -> (count: Int, onThread: Bool, afterBlocker: Bool) in
+                let (count, onThread) = await pinned.increment()
+                return (count, onThread, blockerDone.isOpen)
             }
         }
         #expect(await eventually { thread.statistics.pending >= 10 })
         thread.stop(waitUntilDone: false, pending: .discard)
         gate.countDown()
+        var counts: [Int] = []
         for call in calls {
-            let (onThread, afterBlocker) = await call.value
-            #expect(!onThread)
+            let (count, onThread, afterBlocker) = await call.value
+            #expect(onThread)
             #expect(afterBlocker)
+            counts.append(count)
         }
-        #expect(await pinned.count == 10)
+        // Every call ran once (the actor's count, read from its calls: after the end it traps).
+        #expect(counts.sorted() == Array(1...10))
         #expect(await Latch.exit(of: thread))
     }
 }

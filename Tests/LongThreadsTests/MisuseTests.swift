@@ -120,7 +120,7 @@ struct MisuseTests {
     func inlineRunCancelledAfterStop() async throws {
         let thread = try LongThread(name: "lt-inline-run-cancelled")
         // A task of its own, so that cancelling it leaves the test's task alone. (On this runtime
-        // the call into `run` hops, and a stopping thread's jobs go to its successor, so this
+        // the call into `run` hops, and a stopping thread still runs its jobs, so this
         // takes the post path, as `inlineRunAfterStop` does; `run` checks cancellation before
         // the inline rule for a runtime that stays on the thread.)
         let (onThread, outcome) = await Task { await withTaskExecutorPreference(thread) { () async -> (Bool, String) in

@@ -53,8 +53,21 @@ struct Lifecycle {
 
     private(set) var state: State = .starting
     private(set) var join: Join = .noThread
+    /// The loop's last look found no job queued (`ThreadCore.runRemainingJobs`): from then on a
+    /// job is refused too.
+    private var jobsEnded = false
 
     var acceptsWork: Bool { state == .running }
+
+    /// Swift concurrency jobs are accepted while the loop runs *and while it stops*, until its
+    /// last look found none queued: a job that reaches a pinned actor while the thread drains runs
+    /// on the thread (nobody could be told of a refusal).
+    var acceptsJobs: Bool {
+        switch state {
+        case .running, .stopping: !jobsEnded
+        case .starting, .exited: false
+        }
+    }
 
     var isStopping: Bool {
         if case .stopping = state { return true }
@@ -98,6 +111,11 @@ struct Lifecycle {
 
     mutating func loopExited() {
         state = .exited
+    }
+
+    /// The loop's last look found no job queued: jobs are refused from now on.
+    mutating func lastJobRan() {
+        jobsEnded = true
     }
 
     mutating func claimJoin() -> JoinAction {

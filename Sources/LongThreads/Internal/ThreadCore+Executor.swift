@@ -11,7 +11,7 @@
 /// object. The core's own task executor below is only what a job runs with (`runJob`).
 extension ThreadCore: SerialExecutor, TaskExecutor {
     /// Any thread. Queues `job` as a source0 item in the default mode, FIFO with `perform` work;
-    /// once a stop has begun, hands it to the thread's successor instead (see `OrphanedJobs`).
+    /// once a stop has begun, still queues it while the thread drains (`enqueueWhileStopping`).
     @inline(__always)
     func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
@@ -19,10 +19,61 @@ extension ThreadCore: SerialExecutor, TaskExecutor {
             // Modes nil: the default mode, without building an array per job.
             try enqueue(.job(job, Unmanaged.passUnretained(self)), modes: nil, kind: .job)
         } catch {
-            // With the default mode the only error is `.stopped`: the runtime has nobody to throw
-            // to, and a job that never runs hangs its task for ever.
-            OrphanedJobs.adopt(job, of: self)
+            // With the default mode the only error is `.stopped`.
+            enqueueWhileStopping(job)
         }
+    }
+
+    /// Any thread, once a stop has begun. Queues `job` while the thread has not ended: the thread
+    /// runs it, as part of the drain or in its last look (`runRemainingJobs`), also when the stop
+    /// discards (the runtime has nobody to tell, and a job that never runs hangs its task).
+    /// Once the thread has ended, `jobAfterEnd`.
+    @inline(never)
+    private func enqueueWhileStopping(_ job: UnownedJob) {
+        let accepted = withLockWaking { state, wake -> Bool in
+            guard state.lifecycle.acceptsJobs else { return false }
+            // Not refusable: admission only counts it, for the loop's `finished` to uncount.
+            if hasQueueLimit { try? state.backpressure?.admit(refusable: false) }
+            if state.queue.append(QueueEntry(item: .job(job, Unmanaged.passUnretained(self)), modes: ModeTable.defaultBit)) {
+                wake.forWork(&state)
+            }
+            return true
+        }
+        if !accepted { jobAfterEnd() }
+    }
+
+    /// Loop thread, once the loop has stopped (after the drain, or at once after a discarding
+    /// stop), before the bound values are destroyed and `tearDown` runs: runs the jobs still
+    /// queued, in order, and those they bring (a pinned actor calling another, or itself), round
+    /// after round, until a look finds none. That look, under the lock, closes the door: a job
+    /// enqueued after it cannot run on the thread (`jobAfterEnd`).
+    func runRemainingJobs() {
+        var ran = 0
+        while true {
+            let jobs = shared.withLock { state -> [QueueEntry] in
+                publishCounters(into: &state, ran: ran)
+                let jobs = state.queue.removeJobs()
+                if jobs.isEmpty { state.lifecycle.lastJobRan() }
+                return jobs
+            }
+            if jobs.isEmpty { return }
+            for entry in jobs { runCallout { entry.item.run() } }
+            ran = jobs.count
+        }
+    }
+
+    /// Any thread: a job for this executor arrived once the thread had ended. It cannot run on
+    /// the thread, and running it on another would run code isolated to the thread elsewhere
+    /// (the thread-affine state it guards touched from the wrong thread, or two threads in one
+    /// actor), and dropping it would hang its task and every caller awaiting it with no word: it
+    /// traps, naming the thread and the cause, as NIO's strict mode does for a task scheduled on a
+    /// loop that has shut down.
+    func jobAfterEnd() -> Never {
+        fatalError(
+            "BUG DETECTED: a job for LongThread \(Self.quoted(name)) (an actor pinned to it, or a task preferring it) "
+                + "arrived after the thread ended; it cannot run on its thread and must not run on another. "
+                + "Stop the thread only after the last call to its actors has returned."
+        )
     }
 
     func asUnownedSerialExecutor() -> UnownedSerialExecutor {
@@ -33,7 +84,7 @@ extension ThreadCore: SerialExecutor, TaskExecutor {
         UnownedTaskExecutor(ordinary: self)
     }
 
-    /// Loop thread, or the successor after the thread ended. Runs `job` isolated to this executor
+    /// Loop thread. Runs `job` isolated to this executor
     /// and with this executor as its task executor: one method serves both protocols (their
     /// `enqueue` requirements are the same function), and on a one-thread executor both claims are
     /// true, since nothing else runs on the thread meanwhile.

@@ -28,7 +28,8 @@ extension ThreadCore {
                 state.timerSchedule.removeAll()
                 guard action == .discard else { return (state.engine, [], false, timers) }
                 hints.bitwiseOr(Hints.discard, ordering: .relaxed)
-                let (dropped, mustTell) = state.queue.removeAll()
+                // Jobs stay: the thread runs them before it ends (`runRemainingJobs`).
+                let (dropped, mustTell) = state.queue.removeAllButJobs()
                 state.counts.discarded += dropped.count
                 return (state.engine, dropped, mustTell, timers)
             }
@@ -95,6 +96,9 @@ extension ThreadCore {
 
     /// Loop thread, after the last run: refuse everything, release everything, leave the loop clean.
     func finishExit(_ engine: RunLoopEngine) {
+        // Jobs still queued run here, on the thread (a start whose setUp threw never drained).
+        discardBatch()
+        runRemainingJobs()
         var toTell: [WorkItem] = []
         let leftoverCount: Int
         let attachments: [any LoopAttachment]

@@ -199,6 +199,7 @@ extension ThreadCore: RunLoopEngineDelegate {
             guard let mode else { break }
             engine.run(modeNamed: mode)
         }
+        runRemainingJobs()
     }
 
     // MARK: - Callouts
@@ -295,17 +296,25 @@ extension ThreadCore: RunLoopEngineDelegate {
     }
 
     /// Discards everything in the batch, telling each waiter once every dropped closure is released.
+    /// Jobs are not dropped: they go back to the head of the queue, in order, and run before the
+    /// thread ends (`runRemainingJobs`).
     func discardBatch() {
         var dropped = loop.batch.removeAll()
         batchWaiting.store(0, ordering: .relaxed)
         batchOldestPostedAt.store(0, ordering: .relaxed)
         var toTell: [WorkItem] = []
+        var jobs: [QueueEntry] = []
         for index in dropped.indices where !dropped[index].isTaken {
+            if dropped[index].item.isJob {
+                jobs.append(dropped[index])
+                continue
+            }
             // A fire-and-forget closure is released here, before any waiter is told below.
             let item = dropped[index].take()
             if item.mustBeTold { toTell.append(item) }
             loop.unpublished.discarded += 1
         }
+        if !jobs.isEmpty { shared.withLock { $0.queue.putBack(jobs: jobs) } }
         Self.tell(toTell)
     }
 

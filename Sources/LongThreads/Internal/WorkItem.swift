@@ -86,12 +86,13 @@ enum WorkItem {
     }
 
     /// Tells the waiter `LongThreadError.discarded`; the closure is released with the item.
-    /// A job has nobody to tell and must run exactly once, so it is handed to the thread's
-    /// successor instead (`OrphanedJobs`), which runs it after the thread has ended.
+    /// A job has nobody to tell: a stop never discards one (it runs on the thread before the
+    /// thread ends, `ThreadCore.runRemainingJobs`), so reaching here with one is a job that can no
+    /// longer run on its thread, and must not run elsewhere (`ThreadCore.jobAfterEnd`).
     func discard() {
         switch self {
         case .waiting(let work): work.discard()
-        case .job(let job, let core): OrphanedJobs.adopt(job, of: core.takeUnretainedValue())
+        case .job(_, let core): core.takeUnretainedValue().jobAfterEnd()
         case .fireAndForget, .labeled, .inContext, .taken: break
         }
     }

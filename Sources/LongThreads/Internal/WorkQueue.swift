@@ -91,6 +91,52 @@ struct WorkQueue {
         consumerActive = false
     }
 
+    /// Takes every entry out but the jobs, for a discarding stop: a job stays queued, in order,
+    /// since nobody could be told it was dropped (its task would hang); the thread runs it before
+    /// it ends (`ThreadCore.runRemainingJobs`). `mustTell` as for `removeAll()`.
+    mutating func removeAllButJobs() -> (entries: [QueueEntry], mustTell: Bool) {
+        let (all, mustTell) = removeAll()
+        // No entry to tell: no job among them either.
+        guard mustTell else { return (all, false) }
+        var dropped: [QueueEntry] = []
+        dropped.reserveCapacity(all.count)
+        var droppedMustTell = false
+        for entry in all {
+            if entry.item.isJob {
+                entries.append(entry)
+                entriesToTell += 1
+            } else {
+                droppedMustTell = droppedMustTell || entry.item.mustBeTold
+                dropped.append(entry)
+            }
+        }
+        return (dropped, droppedMustTell)
+    }
+
+    /// Loop thread, once the loop has stopped: takes the jobs out, in order, and leaves the rest.
+    mutating func removeJobs() -> [QueueEntry] {
+        guard entriesToTell > 0 else { return [] }
+        var jobs: [QueueEntry] = []
+        var rest: [QueueEntry] = []
+        entriesToTell = 0
+        for entry in entries {
+            if entry.item.isJob {
+                jobs.append(entry)
+            } else {
+                if entry.item.mustBeTold { entriesToTell += 1 }
+                rest.append(entry)
+            }
+        }
+        entries = rest
+        return jobs
+    }
+
+    /// Loop thread: puts `jobs` (older than every queued entry: a discarded batch's) back at the head.
+    mutating func putBack(jobs: [QueueEntry]) {
+        entries.insert(contentsOf: jobs, at: 0)
+        entriesToTell += jobs.count
+    }
+
     /// Takes every entry out, for discarding; `mustTell` is false when no entry has anyone to tell.
     mutating func removeAll() -> (entries: [QueueEntry], mustTell: Bool) {
         defer {
