@@ -102,6 +102,18 @@ struct OwnPostTests {
         _ = value
     }
 
+    @Test("refuseNextPost is not used up by an explicit release: the value goes in order, the test's next post is refused")
+    func explicitReleaseIsNotRefused() throws {
+        let test = try TestThread(name: "kit-explicit-release-refuse")
+        defer { test.thread.stop() }
+        let destroyed = Latch()
+        let value = try ThreadBound(on: test.thread) { Tracked { destroyed.countDown() } }
+        test.refuseNextPost(with: .queueFull)
+        value.release(waitUntilDone: false)
+        #expect(destroyed.wait(), "the value's release was refused: it lives until the thread ends")
+        #expect(throws: LongThreadError.queueFull) { try test.thread.perform {} }
+    }
+
     @Test("refuseNextPost is not used up by an actor's job: the job runs on the thread, the test's next post is refused")
     func jobIsNotRefused() async throws {
         let test = try TestThread(name: "kit-job-refuse")

@@ -139,9 +139,9 @@ final class BoundStorage<Value: ~Copyable>: BoundValue, @unchecked Sendable {
             return
         }
         do throws(LongThreadError) {
-            try core.enqueue(.fireAndForget(release), modes: nil)
+            try core.enqueue(.fireAndForget(release), modes: nil, kind: .ownInOrder)
         } catch .queueFull {
-            _ = try? core.enqueue(.fireAndForget(release), modes: nil, atFront: true)
+            core.enqueueOwn(release)
         } catch {
             // `.stopped`: the thread destroys the value at its end.
         }

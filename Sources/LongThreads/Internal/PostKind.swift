@@ -16,10 +16,18 @@ enum PostKind: UInt8 {
     /// The library's own: a `ThreadBound` value's destruction, the timer behind a deadline's work.
     /// Ahead of the waiting items; never refused, never held.
     case own
+    /// The library's own, in the thread's order: a `ThreadBound` value's explicit release, behind
+    /// the work queued for the value. Never refused; held by a paused test thread as the work
+    /// ahead of it is (a real thread runs that work first too).
+    case ownInOrder
 
     /// Whether the post goes to the head of the queue.
     @inline(__always)
     var goesFirst: Bool { self == .urgent || self == .own }
+
+    /// Whether the library made it for itself (a test's view of the queue leaves it out).
+    @inline(__always)
+    var isOwn: Bool { self == .own || self == .ownInOrder }
 
     /// Whether a test's `refuseNextPost` applies to it.
     @inline(__always)
@@ -27,5 +35,5 @@ enum PostKind: UInt8 {
 
     /// Whether a paused test thread holds it until the test steps the thread.
     @inline(__always)
-    var isHeld: Bool { self == .queued || self == .job }
+    var isHeld: Bool { self == .queued || self == .job || self == .ownInOrder }
 }

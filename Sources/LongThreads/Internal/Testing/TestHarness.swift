@@ -295,7 +295,7 @@ extension WorkQueue {
 
 extension Sequence<QueueEntry> {
     /// The labels of the user's entries waiting among these: a test never sees the library's own.
-    var labelsForTest: [String?] { filter { !$0.isTaken && $0.kind != .own }.map(\.item.label) }
+    var labelsForTest: [String?] { filter { !$0.isTaken && !$0.kind.isOwn }.map(\.item.label) }
 }
 
 extension ThreadCore {
