@@ -12,7 +12,7 @@ import LongThreads
 /// | start | `lifecycleLevel` (info) | `LongThread started` | `longthread.name` |
 /// | stop requested | `lifecycleLevel` | `LongThread stop requested` | `longthread.name`, `longthread.pending` (`drain`/`discard`) |
 /// | stopped | `lifecycleLevel` | `LongThread stopped` | `longthread.name`, `longthread.tasks.run`, `longthread.tasks.discarded` |
-/// | slow dispatch | `stallLevel` (warning) | `LongThread stalled` | `longthread.name`, `longthread.task.label`, `longthread.stall.ms` (how long it has run), `longthread.queue.depth`, `longthread.stack` (the stalled thread's frames, innermost first) or `longthread.stack.note` (why there is none), and `longthread.kernel.wait` (the system call and wait channel of a thread asleep in the kernel, which is not interrupted for its stack) |
+/// | slow dispatch | `stallLevel` (warning) | `LongThread stalled` | `longthread.name`, `longthread.task.label`, `longthread.stall.ms` (how long it has run), `longthread.queue.depth`, `longthread.stack` (the stalled thread's frames, innermost first) with `longthread.stack.source` (how it was taken: `taken with a signal`, or `read from the kernel's wait record, not interrupted`) or `longthread.stack.note` (why there is none), and `longthread.kernel.wait` (the system call and wait channel of a thread asleep in the kernel) |
 /// | slow delivery | `stallLevel` | `LongThread delivered late` | `longthread.name`, `longthread.task.label`, `longthread.stall.ms` (how long it waited), `longthread.queue.depth` |
 ///
 /// Messages are constant and the facts are metadata, so log pipelines can filter and aggregate
@@ -67,9 +67,12 @@ public struct LoggingInstrument: LongThreadInstrument {
             ]
             if let label = report.label { metadata["longthread.task.label"] = "\(label)" }
             // The stalled thread's own stack, innermost first: where the work is stuck.
-            if !report.stack.isEmpty { metadata["longthread.stack"] = .array(report.stack.map { .string($0.description) }) }
+            if !report.stack.isEmpty {
+                metadata["longthread.stack"] = .array(report.stack.map { .string($0.description) })
+                metadata["longthread.stack.source"] = "\(report.stackSource)"
+            }
             if let note = report.stackNote { metadata["longthread.stack.note"] = "\(note)" }
-            // A thread asleep in a system call is not interrupted for its stack: where it waits instead.
+            // What a thread asleep in a system call waits in, beside the stack walked from it.
             if let wait = report.kernelWait { metadata["longthread.kernel.wait"] = "\(wait)" }
             switch report.kind {
             case .slowDispatch: logger.log(level: stallLevel, "LongThread stalled", metadata: metadata)

@@ -72,6 +72,7 @@ struct LoggingInstrumentTests {
             return
         }
         #expect(frames.contains { "\($0)".contains("parseFeedStuck") }, "\(frames)")
+        #expect(stall.metadata["longthread.stack.source"] == "taken with a signal")
     }
 
     @Test("a stall asleep in the kernel is logged with its system call and the stack walked from its wait")
@@ -98,6 +99,7 @@ struct LoggingInstrumentTests {
         let stall = try #require(store.records(withMessage: "LongThread stalled").first)
         let stack = try #require(stall.metadata["longthread.stack"], "\(stall.metadata)")
         #expect("\(stack)".contains("poll"), "\(stack)")
+        #expect(stall.metadata["longthread.stack.source"] == "read from the kernel's wait record, not interrupted")
         let wait = try #require(stall.metadata["longthread.kernel.wait"], "\(stall.metadata)")
         #expect("\(wait)".contains("poll"), "\(wait)")
     }
