@@ -286,6 +286,9 @@ public struct AFHTTPResponseParser: Sendable {
         }
         let connection = Self.tokens(headers["connection"])
         var persistent = minorVersion >= 1 ? !connection.contains("close") : connection.contains("keep-alive")
+        // HTTP/1.0 has no Transfer-Encoding: its framing is suspect, and the connection must close
+        // after it (RFC 9112 6.1), keep-alive or not, and whether or not a body follows (HEAD, 204, 304).
+        if minorVersion == 0, headers["transfer-encoding"] != nil { persistent = false }
         if isHeadRequest || statusCode == 204 || statusCode == 304 {
             state = .complete
         } else if let codings = headers["transfer-encoding"].map(Self.tokens) {
@@ -293,9 +296,6 @@ public struct AFHTTPResponseParser: Sendable {
             // 6.3). With a Content-Length too, the framing is suspect: do not reuse the connection.
             if codings.last == "chunked" { state = .chunkSizeLine } else { state = .bodyUntilClose }
             if codings.last != "chunked" || headers["content-length"] != nil { persistent = false }
-            // HTTP/1.0 has no Transfer-Encoding: its framing is suspect, and the connection must
-            // close after it (RFC 9112 6.1), keep-alive or not.
-            if minorVersion == 0 { persistent = false }
         } else if let value = headers["content-length"] {
             // Nothing reserved: a 55-byte head could otherwise claim any amount of memory.
             contentLength = try Self.contentLength(value)

@@ -316,6 +316,11 @@ extension AFHTTPResponseParserTests {
             "HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n")
         #expect(outcome.response.bodyText == "ok")
         #expect(!outcome.parser.canReuseConnection)
+        // Whether or not a body follows: the response to HEAD, and a 204 or 304 (found by the fuzzer).
+        let head = "HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n"
+        #expect(try !Self.parseEveryWay(head, method: "HEAD").parser.canReuseConnection)
+        let noContent = "HTTP/1.0 204 No Content\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n"
+        #expect(try !Self.parseEveryWay(noContent).parser.canReuseConnection)
     }
 
     @Test("obs-fold in a field is replaced by a space (RFC 9112 5.2); before the first field it is an error")
