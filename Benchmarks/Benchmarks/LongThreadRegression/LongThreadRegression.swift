@@ -65,8 +65,12 @@ func roundTrips() {
 /// (SIGSEGV in swift_dynamicCastClassUnconditional under __CFFinalizeRunLoop, every run; never
 /// without the counter, nor under the interposer alone in longthread-postcost). A life's
 /// allocations are longthread-bench's "Allocations" rows.
+/// Nothing checked, all shown: a life's wake-up writes, reads and context switches depend on
+/// whether each post finds the new thread asleep (scheduling, not code). Ten lives' writes
+/// measured p50 21–29 and p90 22–30 over five runs of one build, idle; only the minimum (20: two
+/// a life) held still, and package-benchmark's threshold files hold p90 alone.
 func threadLife() {
-    let configuration = Metrics.configuration(checking: [.writeSyscalls: Metrics.few(5)],
+    let configuration = Metrics.configuration(checking: [:],
                                               measuring: Metrics.measured.filter { $0 != .mallocCountTotal })
     Benchmark("thread-life.x10", configuration: configuration, closure: countingSwitches { _ in
         for _ in 0..<10 {
