@@ -50,7 +50,9 @@ extension ThreadCore: RunLoopEngineDelegate {
 
     /// Any thread: the library's own post (`PostKind.own`): `work` runs on the thread ahead of the
     /// waiting items, in any mode; no queue limit and no test (LongThreadsTestKit) refuses or holds
-    /// it. Every post the library makes for itself goes through here. Returns false once a stop
+    /// it. Every post the library makes for itself ahead of the queue goes through here (one in
+    /// the thread's order, a bound value's explicit release, posts `PostKind.ownInOrder` through
+    /// `enqueue`). Returns false once a stop
     /// has begun (the only refusal): the caller's work must then be done by the thread's end.
     @discardableResult
     func enqueueOwn(_ work: @escaping @Sendable () -> Void) -> Bool {
