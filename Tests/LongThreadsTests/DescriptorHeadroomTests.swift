@@ -57,19 +57,19 @@ struct DescriptorHeadroomTests {
         #expect(sources.count > 20, "read \(sources.count) source files")
         let makers = Self.descriptorMakers()
         var offenders: [String] = []
-        for (path, code) in sources where path != "Internal/DescriptorHeadroom.swift" {
+        for (path, code) in sources where path != "Engine/DescriptorHeadroom.swift" {
             var function = ""
             for line in code.split(separator: "\n") {
                 if let declared = line.firstMatch(of: #/func (\w+)/#) { function = String(declared.1) }
                 guard line.contains(makers), !line.contains("DescriptorHeadroom.") else { continue }
-                if Self.symbolication.contains(function), path == "StallMonitor+Stack.swift" { continue }
+                if Self.symbolication.contains(function), path == "Observing/StallMonitor+Stack.swift" { continue }
                 offenders.append("\(path), \(function): \(line.trimmingCharacters(in: .whitespaces))")
             }
         }
         #expect(offenders.isEmpty, "descriptors opened outside `DescriptorHeadroom`: \(offenders)")
         // The stall monitor's symbolication opens files (/proc/self/maps, the images) inside
         // `name` and the `imageMap` it calls, and `name` runs only under `excludingCF`.
-        let stack = try #require(sources.first { $0.path == "StallMonitor+Stack.swift" }).code
+        let stack = try #require(sources.first { $0.path == "Observing/StallMonitor+Stack.swift" }).code
         #expect(stack.components(separatedBy: "name(unknown)").count == 2
                 && stack.contains("DescriptorHeadroom.excludingCF { name(unknown) }"),
                 "the stall monitor names frames outside `DescriptorHeadroom.excludingCF`")

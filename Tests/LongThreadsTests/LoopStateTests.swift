@@ -11,7 +11,7 @@ struct LoopStateTests {
     func onlyThroughTheCheckedAccessor() throws {
         let sources = try WakeProtocolTests.coreSources()
         let users = sources.filter { $0.code.contains("loopStorage") }.map(\.path)
-        #expect(users.sorted() == ["Internal/LoopState.swift", "Internal/ThreadCore.swift"],
+        #expect(users.sorted() == ["Internal/Loop/LoopState.swift", "Internal/ThreadCore.swift"],
                 "`loopStorage` is used in \(users): use `loop`, which checks the thread in debug builds")
     }
 

@@ -10,13 +10,13 @@ import Testing
 struct WakeProtocolTests {
     /// The raw ways to wake the loop, and the only file of `Sources/LongThreads` that may use each.
     static let rawRings: [(primitive: String, allowedIn: String)] = [
-        (".unpark()", "Internal/Waker.swift"),
-        ("parkBell", "Internal/Waker.swift"),
-        (".wake()", "Internal/Waker.swift"),
+        (".unpark()", "Internal/Post/Waker.swift"),
+        ("parkBell", "Internal/Post/Waker.swift"),
+        (".wake()", "Internal/Post/Waker.swift"),
         ("CFRunLoopWakeUp(", "Engine/RunLoopEngine.swift"),
         ("CLongThreadsShims_eventfdSignal(", "Engine/RunLoopEngine.swift"),
         ("CFRunLoopSourceSignal(", "Engine/RunLoopEngine.swift"),
-        ("CLongThreadsShims_doorbellRing(", "Internal/Doorbell.swift"),
+        ("CLongThreadsShims_doorbellRing(", "Internal/Wait/Doorbell.swift"),
     ]
 
     /// Each Swift file of the core, by its path under `Sources/LongThreads`, without comment lines.
