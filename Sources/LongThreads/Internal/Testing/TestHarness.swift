@@ -327,22 +327,4 @@ extension ThreadCore {
 
     /// Any thread: whether a stop has begun.
     var stopBegunForTest: Bool { shared.withLock { $0.lifecycle.isStopping } }
-
-    /// Any thread, a post of `kind`: the refusal a test asked for (`TestHarness.refuseNextPost`),
-    /// taken, when the thread belongs to the test kit and the post is one a test may refuse
-    /// (`PostKind.isRefusable`: never the library's own, never a Swift concurrency job).
-    @inline(__always)
-    func refusalForTest(_ kind: PostKind) -> LongThreadError? {
-        guard kind.isRefusable, hints.load(ordering: .relaxed) & Hints.harnessed != 0 else { return nil }
-        return options.harness?.takeRefusal()
-    }
-
-    /// Posting thread, a post that reads the clock (`Hints.stampsPosts`): throws the refusal a
-    /// harnessed thread was asked for, or returns the post's time. Out of line: the unstamped
-    /// post stays as it was.
-    @inline(never)
-    func stampPost(_ kind: PostKind) throws(LongThreadError) -> UInt64 {
-        if let refusal = refusalForTest(kind) { throw refusal }
-        return CLongThreadsShims_monotonicNanoseconds()
-    }
 }
