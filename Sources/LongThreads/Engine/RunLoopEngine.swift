@@ -6,15 +6,15 @@ import Synchronization
 /// What the engine reports to the thread it serves. Loop thread only.
 protocol RunLoopEngineDelegate: AnyObject {
     /// The work source fired: run what the current mode may run.
-    func engineServiceWork()
+    func engineServiceWork(_ engine: RunLoopEngine)
     /// A run of the loop began (the outer run, or a nested one inside a task).
-    func engineDidEnterRun()
+    func engineDidEnterRun(_ engine: RunLoopEngine)
     /// A run of the loop ended.
-    func engineDidExitRun()
+    func engineDidExitRun(_ engine: RunLoopEngine)
     /// The loop woke from sleep.
     func engineDidWake()
     /// The timer source fired (a deadline passed, or due timers may run in the mode entered).
-    func engineServiceTimers()
+    func engineServiceTimers(_ engine: RunLoopEngine)
 }
 
 /// The CFRunLoop of one thread: the only type that touches CoreFoundation's run loop, so the engine
@@ -100,6 +100,7 @@ final class RunLoopEngine: @unchecked Sendable {
         if countsWakeUps { activities |= CFRunLoopActivity.afterWaiting.rawValue }
         observer = Self.makeObserver(activities: activities, info: info)
         countingWakeUps = countsWakeUps
+        callouts.engine = self
         add(toMode: kCFRunLoopDefaultMode)
     }
 
@@ -278,6 +279,9 @@ final class RunLoopEngine: @unchecked Sendable {
     /// Loop thread only. The delegate owns the thread, so it outlives every callout.
     private final class Callouts {
         unowned(unsafe) let delegate: any RunLoopEngineDelegate
+        /// The engine these callouts come from, handed to each: the loop thread keeps no
+        /// reference of its own (set once the engine is made; it outlives every callout).
+        unowned(unsafe) var engine: RunLoopEngine?
 
         init(delegate: any RunLoopEngineDelegate) { self.delegate = delegate }
 
@@ -285,10 +289,15 @@ final class RunLoopEngine: @unchecked Sendable {
             Unmanaged<Callouts>.fromOpaque(info!).takeUnretainedValue()
         }
 
+        @inline(__always)
+        func serviceWork() { delegate.engineServiceWork(engine!) }
+
+        func serviceTimers() { delegate.engineServiceTimers(engine!) }
+
         func observe(_ activity: CFRunLoopActivity) {
             switch activity {
-            case .entry: delegate.engineDidEnterRun()
-            case .exit: delegate.engineDidExitRun()
+            case .entry: delegate.engineDidEnterRun(engine!)
+            case .exit: delegate.engineDidExitRun(engine!)
             case .afterWaiting: delegate.engineDidWake()
             default: break
             }
@@ -317,7 +326,7 @@ final class RunLoopEngine: @unchecked Sendable {
         context.info = Unmanaged.passRetained(port).toOpaque()
         context.release = { Unmanaged<WakePort>.fromOpaque($0!).release() }
         context.getPort = { Unmanaged<WakePort>.fromOpaque($0!).takeUnretainedValue().descriptor }
-        context.perform = { Unmanaged<WakePort>.fromOpaque($0!).takeUnretainedValue().callouts.delegate.engineServiceWork() }
+        context.perform = { Unmanaged<WakePort>.fromOpaque($0!).takeUnretainedValue().callouts.serviceWork() }
         return withUnsafeMutablePointer(to: &context) {
             $0.withMemoryRebound(to: CFRunLoopSourceContext.self, capacity: 1) { CFRunLoopSourceCreate(nil, 0, $0)! }
         }
@@ -327,7 +336,7 @@ final class RunLoopEngine: @unchecked Sendable {
         var context = CFRunLoopSourceContext()
         context.version = 0
         context.info = Unmanaged.passUnretained(callouts).toOpaque()
-        context.perform = { info in Callouts.from(info).delegate.engineServiceTimers() }
+        context.perform = { info in Callouts.from(info).serviceTimers() }
         let source = CFRunLoopSourceCreate(nil, 0, &context)!
         // The CF timer's info is the source (the engine keeps both). It repeats so that CF never
         // invalidates it after a callout; its interval is CF's longest, and `armTimers` sets each
@@ -358,7 +367,7 @@ final class RunLoopEngine: @unchecked Sendable {
         var context = CFRunLoopSourceContext()
         context.version = 0
         context.info = info
-        context.perform = { info in Callouts.from(info).delegate.engineServiceWork() }
+        context.perform = { info in Callouts.from(info).serviceWork() }
         return CFRunLoopSourceCreate(nil, 0, &context)!
     }
 

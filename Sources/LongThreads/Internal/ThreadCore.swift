@@ -65,20 +65,10 @@ final class ThreadCore: @unchecked Sendable {
     let loopOwner = Atomic<UInt>(0)
     #endif
 
-    /// `Options.setUp` and `tearDown`, out of `options` so that the thread releases each once it
-    /// can no longer run: setUp once it ran, tearDown when the loop closes. A closure that holds
-    /// (in a box it captured) a `ThreadBound` of this thread, or its handle, would otherwise keep
-    /// this core alive from its own `options`: a cycle. Written in `init`, then loop thread only.
-    var hooks: Hooks
     /// Every way to wake the loop (CF's wake-up, the wake-up port, the park bell), rung by
     /// `withLockWaking` only. Declared last, so that the fields producers and the drain touch on
     /// every item keep the layout they had.
     let waker = Waker()
-
-    struct Hooks {
-        var setUp: (@Sendable () throws -> Void)?
-        var tearDown: (@Sendable () -> Void)?
-    }
 
     struct SharedState {
         var lifecycle = Lifecycle()
@@ -124,9 +114,9 @@ final class ThreadCore: @unchecked Sendable {
          settleInDelay: UInt64 = ThreadCore.settleInDelayNanoseconds, waitPolicy: WaitPolicy = .machine) {
         self.name = name
         self.settleInDelay = settleInDelay
-        // setUp and tearDown are kept apart (`hooks`) so that the thread can let them go.
+        // setUp and tearDown are kept apart (`LoopState.hooks`) so that the thread can let them go.
         var options = options
-        hooks = Hooks(setUp: options.setUp, tearDown: options.tearDown)
+        let hooks = LoopState.Hooks(setUp: options.setUp, tearDown: options.tearDown)
         options.setUp = nil
         options.tearDown = nil
         self.waitPolicy = waitPolicy
@@ -144,6 +134,7 @@ final class ThreadCore: @unchecked Sendable {
         ))
         self.hints = Atomic((instrumented ? Hints.instrumented : 0) | (options.harness == nil ? 0 : Hints.harnessed))
         options.harness?.attach(self)
+        loop.hooks = hooks
     }
 
     // MARK: - Identity

@@ -92,7 +92,6 @@ extension ThreadCore {
             return nil
         }
         pthread_setspecific(Self.currentKey, Unmanaged.passUnretained(self).toOpaque())
-        loop.engine = engine
         shared.withLock { state in
             state.engine = engine
             state.lifecycle.loopStarted()
@@ -104,7 +103,7 @@ extension ThreadCore {
     /// thread's bound values first, so that tearDown may close what they used.
     func endService() {
         destroyBoundValues()
-        hooks.tearDown?()
+        loop.hooks.tearDown?()
     }
 
     /// Loop thread, after its service: the loop's exit (`finishExit`), then the thread is no
@@ -112,9 +111,8 @@ extension ThreadCore {
     /// stopper finds them released).
     func closeLoop(_ engine: RunLoopEngine) {
         finishExit(engine)
-        loop.engine = nil
         pthread_setspecific(Self.currentKey, nil)
-        hooks = Hooks()
+        loop.hooks = LoopState.Hooks()
     }
 
     /// Loop thread, before its first run: runs `Options.setUp` and lets go of it. When it throws,
@@ -122,8 +120,8 @@ extension ThreadCore {
     /// itself, and that is discarded); `start()` then throws it. Returns whether the thread may
     /// serve work.
     func setUp() -> Bool {
-        guard let setUp = hooks.setUp else { return true }
-        hooks.setUp = nil
+        guard let setUp = loop.hooks.setUp else { return true }
+        loop.hooks.setUp = nil
         do {
             try setUp()
             return true

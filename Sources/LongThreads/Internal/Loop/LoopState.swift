@@ -6,8 +6,6 @@ import Glibc
 /// access checks it is made on the loop thread (as NIO's `assertInEventLoop`), in release builds
 /// nothing is checked and the fields cost what they cost as the core's own.
 struct LoopState: ~Copyable {
-    /// The loop's engine while it lives (the copy producers use is `SharedState.engine`).
-    var engine: RunLoopEngine?
     /// Entries taken from the queue, not yet run (`DrainBatch`).
     var batch = DrainBatch()
     /// The eligibility mask of the last mode a drain ran in, and the modes generation it saw.
@@ -36,6 +34,17 @@ struct LoopState: ~Copyable {
     var boundValues = BoundValues()
     /// When the first callout settles the thread in (monotonic ns; `settleIn`); `.max` once done.
     var settleInAt: UInt64 = .max
+    /// `Options.setUp` and `tearDown`, out of `options` so that the thread releases each once it
+    /// can no longer run: setUp once it ran, tearDown when the loop closes. A closure that holds
+    /// (in a box it captured) a `ThreadBound` of this thread, or its handle, would otherwise keep
+    /// this core alive from its own `options`: a cycle. Written by `ThreadCore.init`, before the
+    /// loop thread claims this state.
+    var hooks = Hooks()
+
+    struct Hooks {
+        var setUp: (@Sendable () throws -> Void)?
+        var tearDown: (@Sendable () -> Void)?
+    }
 }
 
 extension ThreadCore {

@@ -66,12 +66,12 @@ extension ThreadCore {
         // CF refuses to run its common-modes marker ("invalid mode") and returns at once, so a
         // run in it would spin until the deadline's check.
         if mode == .common { throw .invalidMode(mode) }
-        let registered = try shared.withLock { (state: inout SharedState) throws(LongThreadError) -> Bool in
-            guard !state.lifecycle.isStopping, state.lifecycle.state != .exited, state.engine != nil else { return false }
+        let engine = try shared.withLock { (state: inout SharedState) throws(LongThreadError) -> RunLoopEngine? in
+            guard !state.lifecycle.isStopping, state.lifecycle.state != .exited, let engine = state.engine else { return nil }
             _ = try state.mask(for: [mode])
-            return true
+            return engine
         }
-        guard registered, let engine = loop.engine else { return false }
+        guard let engine else { return false }
         let left = ContinuousClock.now.duration(to: deadline)
         if left <= .zero { return !condition() }
         return engine.runNested(

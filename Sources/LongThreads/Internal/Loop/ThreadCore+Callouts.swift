@@ -93,7 +93,7 @@ extension ThreadCore {
         PosixThread.requestSliceForCurrentThread(options.schedulerSlice)
         shared.withLock { state in
             // Not once a stop began: the loop is about to exit.
-            if !state.lifecycle.isStopping { loop.engine?.installWakePort() }
+            if !state.lifecycle.isStopping { state.engine?.installWakePort() }
         }
     }
 
@@ -118,10 +118,12 @@ extension ThreadCore {
     /// Loop thread, at the end of a callout: signals the looks deferred for it (`engineDidExitRun`).
     @inline(never)
     private func takeDeferredLooks() {
+        // Rare (a nested run returned with work for the enclosing one): the engine from the lock.
+        guard let engine = shared.withLock({ $0.engine }) else { return loop.deferredLooks.removeAll() }
         while let last = loop.deferredLooks.last, last.depth > loop.calloutDepth {
             loop.deferredLooks.removeLast()
-            if last.work { loop.engine?.signal() }
-            if last.timers { loop.engine?.signalTimers() }
+            if last.work { engine.signal() }
+            if last.timers { engine.signalTimers() }
         }
     }
 }

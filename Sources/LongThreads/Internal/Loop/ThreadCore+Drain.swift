@@ -15,8 +15,8 @@ extension ThreadCore {
     /// Loop thread: the work source fired. Runs what the current mode may run until the queue is
     /// empty, a stop, or the callout's budget is spent; at a yield the thread's due timers run
     /// next, before the rest of the work.
-    func engineServiceWork() {
-        let eligible = currentEligibility()
+    func engineServiceWork(_ engine: RunLoopEngine) {
+        let eligible = currentEligibility(engine)
         var pass = DrainPass(started: beginCallout(), eligible: eligible)
         loop.batch.drainDepth += 1
         var index = loop.batch.head
@@ -24,12 +24,12 @@ extension ThreadCore {
             loop.batch.compact(&index)
             guard refillBatch(&pass) else { break }
         }
-        let timersDue = finishPass(&pass)
+        let timersDue = finishPass(&pass, engine)
         checkOwner()
         loop.batch.drainDepth -= 1
         endCallout()
         // In a callout of their own (a timer's work may run the loop nested), after the drain's.
-        if timersDue { engineServiceTimers() }
+        if timersDue { engineServiceTimers(engine) }
     }
 
     /// Runs the batch's entries from `index` on, those the pass's modes may run. Returns false
@@ -93,7 +93,7 @@ extension ThreadCore {
         var timersDue: Bool?
         var (gotMore, isStopping) = shared.withLock { state in
             publishCounters(into: &state, ran: ran)
-            if state.countsWakeUps, let engine = loop.engine, !engine.countingWakeUps { engine.countWakeUps() }
+            if state.countsWakeUps, let engine = state.engine, !engine.countingWakeUps { engine.countWakeUps() }
             if yieldToLoop, !state.queue.isEmpty {
                 // CF's pass comes first; nobody waits for a request already queued.
                 (lingerFor, parkFor) = (0, 0)
@@ -166,7 +166,7 @@ extension ThreadCore {
     /// the work source again at a yield, and ends the run for a stop. Returns whether the thread's
     /// timers are due at a yield: they run next (their CF timer's source may come after the work
     /// source in CF's next pass, and slow items would then hold them back a callout more).
-    private func finishPass(_ pass: inout DrainPass) -> Bool {
+    private func finishPass(_ pass: inout DrainPass, _ engine: RunLoopEngine) -> Bool {
         if pass.end == .yielding {
             if pass.timersDue == nil {
                 let ran = pass.ran
@@ -179,7 +179,7 @@ extension ThreadCore {
             }
             // The rest runs in the next pass. The consumer stays active, so producers still skip
             // the wake-up; the signal brings CF back here after one pass.
-            loop.engine?.signal()
+            engine.signal()
         }
         // Waiting is not work.
         let busy = CLongThreadsShims_monotonicNanoseconds() - pass.started - pass.waited
@@ -194,11 +194,11 @@ extension ThreadCore {
         }
         if discardRequested {
             discardBatch()
-            loop.engine?.stopInnermostRun()
+            engine.stopInnermostRun()
         } else if pass.end == .stopping {
             // Draining and nothing this mode may run is left: end this run (the outer loop then
             // drains what waits for other modes, or exits).
-            loop.engine?.stopInnermostRun()
+            engine.stopInnermostRun()
         }
         return pass.timersDue ?? false
     }

@@ -13,8 +13,8 @@ extension ThreadCore: RunLoopEngineDelegate {
         }
     }
 
-    func engineDidEnterRun() {
-        let mode = loop.engine?.currentModeName() ?? RunLoop.Mode.default.rawValue
+    func engineDidEnterRun(_ engine: RunLoopEngine) {
+        let mode = engine.currentModeName() ?? RunLoop.Mode.default.rawValue
         loop.runModes.append(mode)
         // A run nested inside a task suspends the drain that was running it: producers must
         // wake it again. Work already waiting gets a look only if it may run in this mode (or a
@@ -24,13 +24,13 @@ extension ThreadCore: RunLoopEngineDelegate {
             state.queue.consumerSuspended()
             return (hasWork(eligibleIn: mode, state: state), hasDueTimers(eligibleIn: mode, state: state))
         }
-        if mustLook { loop.engine?.signal() }
-        if timersDue { loop.engine?.signalTimers() }
+        if mustLook { engine.signal() }
+        if timersDue { engine.signalTimers() }
         // The task's callout pauses: the loop turns again (a monitor sees an idle thread).
         if loop.calloutDepth > 0 { publishCalloutStart(0) }
     }
 
-    func engineDidExitRun() {
+    func engineDidExitRun(_ engine: RunLoopEngine) {
         _ = loop.runModes.popLast()
         // Back in the enclosing run (if any): work for its mode may have arrived meanwhile. It
         // gets a look once that run has the loop again, when the callout that ran the nested run
@@ -46,8 +46,8 @@ extension ThreadCore: RunLoopEngineDelegate {
             if loop.calloutDepth > 0 {
                 if mustLook || timersDue { deferLook(work: mustLook, timers: timersDue) }
             } else {
-                if mustLook { loop.engine?.signal() }
-                if timersDue { loop.engine?.signalTimers() }
+                if mustLook { engine.signal() }
+                if timersDue { engine.signalTimers() }
             }
         }
         // The task that ran the loop nested resumes: a new callout, under its own label.
@@ -111,8 +111,10 @@ extension ThreadCore: RunLoopEngineDelegate {
         state.counts.take(&loop.unpublished)
     }
 
-    func currentEligibility() -> ModeTable.Mask {
-        guard let mode = loop.engine?.currentModeName() else { return 0 }
+    /// The modes the run `engine` is in lets the drain run (a mask over `ModeTable`), cached
+    /// until the mode or the common set changes.
+    func currentEligibility(_ engine: RunLoopEngine) -> ModeTable.Mask {
+        guard let mode = engine.currentModeName() else { return 0 }
         let generation = modesGeneration.load(ordering: .acquiring)
         if let cache = loop.eligibilityCache, cache.mode == mode, generation == loop.seenModesGeneration { return cache.mask }
         let mask = shared.withLock { $0.modes.eligibility(inModeNamed: mode) }

@@ -47,8 +47,8 @@ extension ThreadCore {
     /// Loop thread: the timer source fired. Runs, in the order they fell due, each due timer that may
     /// run in the current mode; the others wait in the schedule for a pass in one of their modes.
     /// First arms the CF timer for the next deadline still pending.
-    func engineServiceTimers() {
-        let eligible = currentEligibility()
+    func engineServiceTimers(_ engine: RunLoopEngine) {
+        let eligible = currentEligibility(engine)
         let harness = options.harness
         let request = harness?.timersServiceBegins()
         defer { if let harness, let request { harness.timersServiced(request) } }

@@ -308,7 +308,8 @@ extension ThreadCore {
         while true {
             switch harness.gate(self, labels: loop.batch.entries[index...].labelsForTest) {
             case .pass: return !discardRequested
-            case .serviceTimers: engineServiceTimers()
+            case .serviceTimers:
+                if let engine = shared.withLock({ $0.engine }) { engineServiceTimers(engine) }
             case .runUrgentItems: pass.ran += runUrgentItems()
             case .stop(let pending): requestStop(pending)
             }
