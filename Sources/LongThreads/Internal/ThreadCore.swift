@@ -89,20 +89,10 @@ final class ThreadCore: @unchecked Sendable {
         /// Whether the loop counts its wake-ups: from the start with an owner or an instrument,
         /// otherwise once `statistics` was read (the loop then adds its observer at its next drain).
         var countsWakeUps = false
-        /// Stoppers that changed the lifecycle and are still releasing what they took (discarded
-        /// work, cancelled timers): the loop announces its end only once none is left.
-        var stopsInFlight = 0
-        /// Set by the loop thread when it waits for `stopsInFlight` to reach 0.
-        var stopsReleased: OneShotEvent?
-        /// Tasks awaiting the thread's end, resumed when it has left its loop (`lifecycle` exited).
-        var exitWaiters: [CheckedContinuation<Void, Never>] = []
         /// The backlog and the producers waiting for room, with `Options.queueLimit` only.
         var backpressure: Backpressure?
         /// Work waiting for a deadline, by deadline and modes (`perform(at:)`, `run(at:)`).
         var deadlines: [DeadlineKey: DeadlineBucket] = [:]
-        /// Made by the first caller that waits for another's `pthread_join`, signalled when it
-        /// returned (most lives have one joiner: no event to allocate).
-        var joinedEvent: OneShotEvent?
         /// Made by the thread's first observer (`observerTargets`).
         var observerTargets: ObserverTargets?
     }

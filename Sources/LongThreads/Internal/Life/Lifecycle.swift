@@ -9,6 +9,11 @@ import Glibc
 /// Work is accepted only while `running`; a stop is sticky (it can come at any time, even before the
 /// loop first ran, and is never lost) and idempotent, and a `.discard` request may cut a drain short.
 /// Separately, the pthread is joined exactly once, or detached when the last handle dies on the thread.
+///
+/// It also keeps who waits on the life: stoppers still releasing what they took (the loop may not
+/// announce its end before they are done), tasks awaiting the end, callers waiting for another's
+/// join. Its methods return the events to signal; the caller signals them after the lock.
+/// Guarded by the thread's lock (`ThreadCore.SharedState.lifecycle`).
 struct Lifecycle {
     enum State: Equatable {
         /// `init` is creating the thread; nobody can post yet.
@@ -56,6 +61,16 @@ struct Lifecycle {
     /// The loop's last look found no job queued (`ThreadCore.runRemainingJobs`): from then on a
     /// job is refused too.
     private var jobsEnded = false
+    /// Stoppers that changed the state and are still releasing what they took (discarded work,
+    /// cancelled timers): the loop announces its end only once none is left.
+    private var stopsInFlight = 0
+    /// Made by the loop thread when it waits for `stopsInFlight` to reach 0.
+    private var stopsReleased: OneShotEvent?
+    /// Tasks awaiting the thread's end, resumed when it has left its loop (`exited`).
+    private var exitWaiters: [CheckedContinuation<Void, Never>] = []
+    /// Made by the first caller that waits for another's `pthread_join`, signalled when it
+    /// returned (most lives have one joiner: no event to allocate).
+    private var joined: OneShotEvent?
 
     var acceptsWork: Bool { state == .running }
 
@@ -96,17 +111,52 @@ struct Lifecycle {
         state = .exited
     }
 
+    /// A stop with `pending` was asked for. Unless the action is `.none`, the stopper is in flight
+    /// until it calls `stopReleased()`.
     mutating func stopRequested(_ pending: LongThread.PendingWork) -> StopAction {
+        let action: StopAction
         switch (state, pending) {
         case (.starting, _), (.running, _):
             state = .stopping(pending)
-            return pending == .discard ? .discard : .drain
+            action = pending == .discard ? .discard : .drain
         case (.stopping(.drain), .discard):
             state = .stopping(.discard)
-            return .discard
+            action = .discard
         case (.stopping, _), (.exited, _):
-            return .none
+            action = .none
         }
+        if action != .none { stopsInFlight += 1 }
+        return action
+    }
+
+    /// A stopper released what it took. Returns the event to signal when it was the last one and
+    /// the loop waits for it.
+    mutating func stopReleased() -> OneShotEvent? {
+        stopsInFlight -= 1
+        return stopsInFlight == 0 ? stopsReleased : nil
+    }
+
+    /// Loop thread, before it announces its end: the event to wait on until every stopper has
+    /// released what it took, or nil when none is in flight.
+    mutating func waitForStopsReleased() -> OneShotEvent? {
+        guard stopsInFlight > 0 else { return nil }
+        let event = OneShotEvent()
+        stopsReleased = event
+        return event
+    }
+
+    /// A task awaits the end: false when the loop has exited already (the caller resumes it),
+    /// else it is kept until `takeExitWaiters()`.
+    mutating func awaitExit(_ continuation: CheckedContinuation<Void, Never>) -> Bool {
+        if state == .exited { return false }
+        exitWaiters.append(continuation)
+        return true
+    }
+
+    /// Once `exited`: the tasks to resume (none can be added any more).
+    mutating func takeExitWaiters() -> [CheckedContinuation<Void, Never>] {
+        defer { exitWaiters = [] }
+        return exitWaiters
     }
 
     mutating func loopExited() {
@@ -130,8 +180,19 @@ struct Lifecycle {
         }
     }
 
-    mutating func joinFinished() {
+    /// After `claimJoin()` returned `.waitForJoiner`: the event the joiner signals.
+    mutating func joinedEvent() -> OneShotEvent {
+        if let joined { return joined }
+        let event = OneShotEvent()
+        joined = event
+        return event
+    }
+
+    /// The joiner returned. Returns the event to signal when others wait for it.
+    @discardableResult
+    mutating func joinFinished() -> OneShotEvent? {
         join = .joined
+        return joined
     }
 
     /// The last handle died on the thread itself: nobody is left to join, so the thread detaches.

@@ -21,7 +21,6 @@ extension ThreadCore {
                 wake.endingPark(&state)
                 // Until `stopFinished`, the loop thread may not announce its end (`finishExit`):
                 // every stopper then waits for the same end, and `.stopped` follows `.stopRequested`.
-                state.stopsInFlight += 1
                 state.backpressure?.wakeAll() // producers waiting for room: they now get `.stopped`
                 let timers = Array(state.timers.values)
                 state.timers = [:]
@@ -54,10 +53,7 @@ extension ThreadCore {
 
     /// A stopper released what it took; the last one lets a waiting `finishExit` go on.
     private func stopFinished() {
-        let exitWaiting = shared.withLock { state -> OneShotEvent? in
-            state.stopsInFlight -= 1
-            return state.stopsInFlight == 0 ? state.stopsReleased : nil
-        }
+        let exitWaiting = shared.withLock { $0.lifecycle.stopReleased() }
         exitWaiting?.signal()
     }
 
@@ -68,12 +64,7 @@ extension ThreadCore {
     /// (a loop that was lingering sees the stop before the stopper has finished), and sleeping
     /// would cost the thread's end a wake-up (~35 µs on an idle VM CPU).
     private func waitForStopsInFlight() {
-        let event = shared.withLock { state -> OneShotEvent? in
-            guard state.stopsInFlight > 0 else { return nil }
-            let event = OneShotEvent()
-            state.stopsReleased = event
-            return event
-        }
+        let event = shared.withLock { $0.lifecycle.waitForStopsReleased() }
         event?.waitForReply(policy: waitPolicy)
     }
 
@@ -133,10 +124,7 @@ extension ThreadCore {
     func announceExit() {
         // The lifecycle is already `.exited` (loopExited or startFailed, under this lock): no task
         // adds itself to the list any more.
-        let waiters = shared.withLock { state in
-            defer { state.exitWaiters = [] }
-            return state.exitWaiters
-        }
+        let waiters = shared.withLock { $0.lifecycle.takeExitWaiters() }
         exited.signal()
         for waiter in waiters { waiter.resume() }
     }
@@ -145,12 +133,8 @@ extension ThreadCore {
     func waitUntilExit() async {
         if !shared.withLock({ $0.lifecycle.hasThread }) { return }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let ended = shared.withLock { state in
-                let ended = state.lifecycle.state == .exited
-                if !ended { state.exitWaiters.append(continuation) }
-                return ended
-            }
-            if ended { continuation.resume() }
+            let waits = shared.withLock { $0.lifecycle.awaitExit(continuation) }
+            if !waits { continuation.resume() }
         }
         // The thread has left its loop and is ending: the join blocks only for its last steps.
         waitUntilExit(timeout: nil)
@@ -169,8 +153,7 @@ extension ThreadCore {
         let (action, joined) = shared.withLock { state -> (Lifecycle.JoinAction, OneShotEvent?) in
             let action = state.lifecycle.claimJoin()
             guard action == .waitForJoiner else { return (action, nil) }
-            if state.joinedEvent == nil { state.joinedEvent = OneShotEvent() }
-            return (action, state.joinedEvent)
+            return (action, state.lifecycle.joinedEvent())
         }
         switch action {
         case .join(let thread) where pthread_equal(thread, pthread_self()) != 0:
@@ -207,10 +190,7 @@ extension ThreadCore {
 
     /// The joiner is done: wakes the callers that waited for it, if any.
     private func joinFinished() {
-        let joined = shared.withLock { state in
-            state.lifecycle.joinFinished()
-            return state.joinedEvent
-        }
+        let joined = shared.withLock { $0.lifecycle.joinFinished() }
         joined?.signal()
     }
 

@@ -267,6 +267,58 @@ extension ThreadCore {
         loop.itemLabel = outerLabel
         return waited
     }
+
+    /// Loop thread: `batch` grew from `before` entries (a refill, under the lock).
+    func noteBatchGrew(from before: Int) {
+        loop.batch.grew(from: before)
+        batchWaiting.store(loop.batch.untaken, ordering: .relaxed)
+        if before == 0 || batchOldestPostedAt.load(ordering: .relaxed) == 0 {
+            batchOldestPostedAt.store(loop.batch.oldestPostedAt, ordering: .relaxed)
+        }
+    }
+
+    /// Moves the counters the loop thread keeps without the lock into the shared state.
+    func publishCounters(into state: inout SharedState, ran: Int) {
+        state.counts.tasksRun += ran
+        if state.backpressure != nil { state.backpressure?.finished(ran) }
+        state.counts.take(&loop.unpublished)
+    }
+
+    /// The modes the run `engine` is in lets the drain run (a mask over `ModeTable`), cached
+    /// until the mode or the common set changes.
+    func currentEligibility(_ engine: RunLoopEngine) -> ModeTable.Mask {
+        guard let mode = engine.currentModeName() else { return 0 }
+        let generation = modesGeneration.load(ordering: .acquiring)
+        if let cache = loop.eligibilityCache, cache.mode == mode, generation == loop.seenModesGeneration { return cache.mask }
+        let mask = shared.withLock { $0.modes.eligibility(inModeNamed: mode) }
+        loop.seenModesGeneration = generation
+        // A mode nobody posted in yet may get work later: look it up again next time.
+        loop.eligibilityCache = mask == 0 ? nil : (mode, mask)
+        return mask
+    }
+
+    /// Discards everything in the batch, telling each waiter once every dropped closure is released.
+    /// Jobs are not dropped: they go back to the head of the queue, in order, and run before the
+    /// thread ends (`runRemainingJobs`).
+    func discardBatch() {
+        var dropped = loop.batch.removeAll()
+        batchWaiting.store(0, ordering: .relaxed)
+        batchOldestPostedAt.store(0, ordering: .relaxed)
+        var toTell: [WorkItem] = []
+        var jobs: [QueueEntry] = []
+        for index in dropped.indices where !dropped[index].isTaken {
+            if dropped[index].item.isJob {
+                jobs.append(dropped[index])
+                continue
+            }
+            // A fire-and-forget closure is released here, before any waiter is told below.
+            let item = dropped[index].take()
+            if item.mustBeTold { toTell.append(item) }
+            loop.unpublished.discarded += 1
+        }
+        if !jobs.isEmpty { shared.withLock { $0.queue.putBack(jobs: jobs) } }
+        Self.tell(toTell)
+    }
 }
 
 /// Waiting for a caller's next request after answering it: a loop thread that has just run a

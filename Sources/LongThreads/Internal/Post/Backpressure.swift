@@ -72,3 +72,58 @@ enum RoomWaiter {
         lastID.add(1, ordering: .relaxed).newValue
     }
 }
+
+extension ThreadCore {
+    /// Any thread but the loop's: blocks while the queue is full and the thread accepts work.
+    /// The caller then posts again (and gets `.stopped` if a stop woke it).
+    func waitForRoom() {
+        let event: OneShotEvent? = shared.withLock { state in
+            guard state.lifecycle.acceptsWork, state.backpressure?.isFull == true else { return nil }
+            let event = OneShotEvent()
+            state.backpressure?.add(.thread(event), id: RoomWaiter.makeID())
+            return event
+        }
+        event?.wait()
+    }
+
+    /// Any task: suspends while the queue is full and the thread accepts work.
+    /// - Throws: `CancellationError` if the task is cancelled before there is room.
+    func roomAvailable() async throws {
+        let id = RoomWaiter.makeID()
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let waits = shared.withLock { state -> Bool in
+                    guard state.lifecycle.acceptsWork, state.backpressure?.isFull == true else { return false }
+                    state.backpressure?.add(.task(continuation), id: id)
+                    return true
+                }
+                if !waits {
+                    continuation.resume()
+                } else if Task.isCancelled {
+                    // Cancelled before it was registered: the handler found nothing to resume.
+                    removeRoomWaiter(id)?.resume()
+                }
+            }
+        } onCancel: {
+            removeRoomWaiter(id)?.resume()
+        }
+        try Task.checkCancellation()
+    }
+
+    private func removeRoomWaiter(_ id: UInt64) -> RoomWaiter? {
+        shared.withLock { $0.backpressure?.remove(id) }
+    }
+
+    /// Posts through `post`, waiting for room and posting again while the queue is full, when the
+    /// thread's policy is to block (never on the thread itself).
+    @inline(never)
+    func postWaitingForRoom(_ post: () throws(LongThreadError) -> Void) throws(LongThreadError) {
+        while true {
+            do throws(LongThreadError) {
+                return try post()
+            } catch .queueFull where options.queueLimit?.whenFull == .block && !isCurrent {
+                waitForRoom()
+            }
+        }
+    }
+}
