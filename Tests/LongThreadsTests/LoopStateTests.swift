@@ -29,6 +29,19 @@ struct LoopStateTests {
         await #expect(processExitsWith: .failure) { Self.touchOffTheLoopThread() }
     }
 
+    @Test("off the thread's lock, a debug build traps at the first touch of the engine's guarded state")
+    func engineStateTrapsOffTheLock() async {
+        await #expect(processExitsWith: .failure) { Self.touchEngineOffTheLock() }
+    }
+
+    /// Registers a mode with the running loop's engine without the thread's lock.
+    static func touchEngineOffTheLock() {
+        let thread = try! LongThread(name: "lt-engine-off-lock")
+        try! thread.sync {}
+        let engine = thread.core.shared.withLock { $0.engine }!
+        try! engine.add(modeNamed: "lt-engine-off-lock-mode")
+    }
+
     /// Reads the loop's state from the caller's thread once the loop runs.
     static func touchOffTheLoopThread() {
         let thread = try! LongThread(name: "lt-loop-state-off")
@@ -36,4 +49,14 @@ struct LoopStateTests {
         _ = thread.core.loop.calloutDepth
     }
     #endif
+
+    @Test("the lock knows its holder: the check the engine's guarded state relies on")
+    func lockKnowsItsHolder() throws {
+        let thread = try LongThread(name: "lt-lock-holder")
+        defer { thread.stop() }
+        #expect(!thread.core.holdsEngineLock)
+        #expect(thread.core.shared.withLock { _ in thread.core.holdsEngineLock })
+        let heldElsewhere = try thread.sync { thread.core.holdsEngineLock }
+        #expect(!heldElsewhere)
+    }
 }

@@ -17,6 +17,7 @@ extension RunLoopEngine {
     /// Adds `item` to each of `modes`. Any thread, only while the loop lives (the caller holds the
     /// thread's lock and has checked it accepts work).
     func add(_ item: EngineItem, modes: [RunLoop.Mode]) {
+        assertLockHeld()
         for mode in modes {
             let name = Self.cfMode(mode)
             switch item.object {
@@ -29,6 +30,7 @@ extension RunLoopEngine {
 
     /// Adds `mode` to the loop's common modes: CF copies every common-mode item into it.
     func addCommonMode(_ mode: RunLoop.Mode) {
+        assertLockHeld()
         CFRunLoopAddCommonMode(runLoop, Self.cfMode(mode))
     }
 }

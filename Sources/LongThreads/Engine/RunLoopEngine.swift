@@ -15,6 +15,9 @@ protocol RunLoopEngineDelegate: AnyObject {
     func engineDidWake()
     /// The timer source fired (a deadline passed, or due timers may run in the mode entered).
     func engineServiceTimers(_ engine: RunLoopEngine)
+    /// Whether the calling thread holds the lock that guards the engine's shared fields (the
+    /// thread's lock): debug builds check it on each access to them. Any thread.
+    var holdsEngineLock: Bool { get }
 }
 
 /// The CFRunLoop of one thread: the only type that touches CoreFoundation's run loop, so the engine
@@ -58,25 +61,26 @@ final class RunLoopEngine: @unchecked Sendable {
     /// the lock; the descriptor stays open while the engine lives (`wakePort`), so a producer
     /// that holds the engine writes an open one.
     private let wakeDescriptor = Atomic<Int32>(-1)
-    /// The wake-up port and its source, once installed. Guarded by the thread's lock.
-    private var wakePort: (port: WakePort, source: CFRunLoopSource)?
-    /// The after-waiting observer added by `countWakeUps()` once the loop runs, if any.
-    /// Guarded by the thread's lock (`ThreadCore.shared`), as are `customModes`.
-    private var wakeObserver: CFRunLoopObserver?
-    /// The custom modes added so far (`add(modeNamed:)`), for a wake observer added later.
-    private var customModes: [CFString] = []
-    /// Whether the engine reports wake-ups (`engineDidWake`). Written on the loop thread under
-    /// the thread's lock; read there.
-    private(set) var countingWakeUps: Bool
-    /// The thread's descriptor sources and the epoll instances they share (`DescriptorSource`),
-    /// made by the first watch (most threads have none). Guarded by the thread's lock; `tearDown`
-    /// reads it after that lock took the engine away from every other thread.
-    private var watches: DescriptorWatches?
-    /// The timer machinery (see above), made by the first timer. Guarded by the thread's lock.
-    private var timers: (deadline: CFRunLoopTimer, source: CFRunLoopSource)?
     /// What the sources' and the observer's info pointers point at (unretained: the engine keeps it
     /// alive, and they call out only while the loop runs, which ends before the engine goes).
     private let callouts: Callouts
+
+    // MARK: Guarded by the thread's lock (`ThreadCore.shared`; checked in debug builds, `assertLockHeld`)
+    /// The wake-up port and its source, once installed.
+    private var wakePort: (port: WakePort, source: CFRunLoopSource)?
+    /// The after-waiting observer added by `countWakeUps()` once the loop runs, if any.
+    private var wakeObserver: CFRunLoopObserver?
+    /// The custom modes added so far (`add(modeNamed:)`), for a wake observer added later.
+    private var customModes: [CFString] = []
+    /// Whether the engine reports wake-ups (`engineDidWake`). Written on the loop thread.
+    private(set) var countingWakeUps: Bool
+    /// The thread's descriptor sources and the epoll instances they share (`DescriptorSource`),
+    /// made by the first watch (most threads have none). `tearDown` reads it after that lock took
+    /// the engine away from every other thread.
+    private var watches: DescriptorWatches?
+    /// The timer machinery (see above), made by the first timer. The loop thread reads it without
+    /// the lock after a section under it saw a due timer (`signalTimers`).
+    private var timers: (deadline: CFRunLoopTimer, source: CFRunLoopSource)?
 
     // MARK: Loop thread only
     /// The last mode `currentModeName()` converted. Seeded with the default mode, whose name
@@ -139,6 +143,7 @@ final class RunLoopEngine: @unchecked Sendable {
     /// the type's notes) in every mode the thread has. Once; does nothing when its descriptor
     /// cannot be had (the thread keeps CF's wake-up, which works as well, only slower).
     func installWakePort() {
+        assertLockHeld()
         guard wakePort == nil else { return }
         // Under the headroom's lock, as CF's descriptors: a slot its probe freed for CF on another
         // thread must not be taken here meanwhile.
@@ -163,6 +168,7 @@ final class RunLoopEngine: @unchecked Sendable {
     /// an exited thread forms a retain cycle and leaks. Throws `.outOfResources` when CF could not
     /// get the mode's descriptors.
     func add(modeNamed name: String) throws(LongThreadError) {
+        assertLockHeld()
         let mode = Self.cfString(name)
         try DescriptorHeadroom.withDescriptors(DescriptorHeadroom.mode) { add(toMode: mode) }
         customModes.append(mode)
@@ -176,6 +182,7 @@ final class RunLoopEngine: @unchecked Sendable {
     /// fires at the loop's next pass. (Never disarmed: after it fires, CF moves it by its interval,
     /// CF's longest, until the next call.)
     func armTimers(for deadline: UInt64) {
+        assertLockHeld()
         let timers = self.timers ?? makeTimers()
         let now = CLongThreadsShims_monotonicNanoseconds()
         let seconds = deadline > now ? Double(deadline - now) / 1e9 : 0
@@ -193,6 +200,7 @@ final class RunLoopEngine: @unchecked Sendable {
     /// thread has (those added later too). Once; later calls do nothing. On the loop thread, so
     /// the new observer never races a pass of the loop over its observers.
     func countWakeUps() {
+        assertLockHeld()
         guard !countingWakeUps else { return }
         countingWakeUps = true
         let wakeObserver = Self.makeObserver(
@@ -268,10 +276,21 @@ final class RunLoopEngine: @unchecked Sendable {
     /// The thread's descriptor watches, made the first time. Any thread, under the thread's
     /// lock, only while the loop lives.
     var descriptorWatches: DescriptorWatches {
+        assertLockHeld()
         if let watches { return watches }
         let made = DescriptorWatches()
         watches = made
         return made
+    }
+
+    /// Debug builds: traps unless the caller holds the thread's lock, which guards the fields
+    /// marked so (the loop thread's own reads after a section under it are not checked).
+    @inline(__always)
+    func assertLockHeld(_ function: StaticString = #function) {
+        #if DEBUG
+        assert(callouts.delegate.holdsEngineLock,
+               "BUG IN LongThreads: engine state guarded by the thread's lock touched without it (\(function))")
+        #endif
     }
 
     // MARK: - Callouts

@@ -73,6 +73,8 @@ extension ThreadCore: RunLoopEngineDelegate {
         return state.timerSchedule.hasDue(eligibleIn: state.modes.eligibility(inModeNamed: mode))
     }
 
+    var holdsEngineLock: Bool { shared.isHeldByCurrentThread }
+
     func engineDidWake() {
         loop.unpublished.wakeUps += 1
         if hasInstrument { instrument?.record(.wokeUp(name: name)) }

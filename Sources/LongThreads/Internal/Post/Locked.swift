@@ -1,3 +1,4 @@
+import CLongThreadsShims
 import Glibc
 
 /// A value guarded by a pthread mutex.
@@ -53,5 +54,11 @@ struct Locked<State>: @unchecked Sendable {
             defer { pthread_mutex_unlock(mutex) }
             return try body(&state.pointee)
         }
+    }
+
+    /// Whether the calling thread holds the mutex, for debug checks of state guarded by it
+    /// elsewhere (`RunLoopEngine`). glibc records the owner's thread id in every kind of mutex.
+    var isHeldByCurrentThread: Bool {
+        storage.withUnsafeMutablePointerToElements { $0.pointee.__data.__owner == CLongThreadsShims_gettid() }
     }
 }
