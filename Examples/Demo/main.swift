@@ -28,7 +28,7 @@ say("sync returned \(sum), computed on the worker after the three async items (F
 let mode = try await worker.run { RunLoop.current.currentMode?.rawValue ?? "none" }
 say("run returned: the worker's RunLoop.current runs in \(mode)")
 
-step("3. The seeds' opening crash, made safe")
+step("3. The waiting perform that crashes in Objective-C, made safe")
 say("Objective-C: a thread whose block returned has no run loop, and")
 say("performSelector:onThread:waitUntilDone:YES crashes: 'target thread exited while waiting'.")
 let fresh = try LongThread(name: "demo.fresh")

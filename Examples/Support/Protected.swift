@@ -5,8 +5,9 @@ import Foundation
 ///
 /// On Linux the standard library is not built with ThreadSanitizer, so TSan cannot see `Mutex`
 /// lock and unlock, and reports the accesses it guards as races whenever two threads really do
-/// contend (it did, in the Weex example's singleton race). `NSLock` locks a pthread mutex, whose
-/// calls TSan intercepts. The library itself uses its own pthread-based lock for the same reason.
+/// contend (as with a `Mutex` around the set the Weex example's singleton race fills). `NSLock`
+/// locks a pthread mutex, whose calls TSan intercepts. The library itself uses its own
+/// pthread-based lock for the same reason.
 public final class Protected<Value>: @unchecked Sendable {
     private let lock = NSLock()
     // Guarded by `lock`.

@@ -57,16 +57,16 @@ public enum WXMainThread {
     ///
     /// The loop runs only while the example waits for something, and is re-entered after each
     /// block, so a stop is never lost and the program decides when it is done (a loop left to
-    /// `run()` forever could not be stopped reliably, the seeds' lesson).
+    /// `run()` forever cannot be stopped reliably).
     ///
     /// - Returns: true when `condition` held, false on timeout.
     /// - Precondition: called on the UI thread (``isCurrent``).
     @discardableResult
     public static func run(until condition: () -> Bool, timeout: Duration = .seconds(10)) -> Bool {
         precondition(isCurrent, "WXMainThread.run(until:timeout:) must be called on the UI thread (see adoptCurrentThread())")
-        // A run in a mode with no source returns at once ("finished") and would spin: as in the
-        // seeds' port trick, a source that never fires keeps the mode non-empty, so the loop
-        // sleeps until a block's wake-up.
+        // A run in a mode with no source returns at once ("finished") and would spin: a source
+        // that never fires keeps the mode non-empty (Weex adds a port to its threads' loops for
+        // the same reason), so the loop sleeps until a block's wake-up.
         let keepAlive = makeKeepAliveSource()
         CFRunLoopAddSource(runLoop, keepAlive, kCFRunLoopDefaultMode)
         defer {

@@ -209,7 +209,7 @@ import Testing
         Self.expectErrorEveryWay("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX-T: 1\r\n", chunkedEnd)
     }
 
-    // MARK: - RFC 9112, strictly (issue 33)
+    // MARK: - RFC 9112, strictly
 
     static let chunkedHead = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
 
@@ -253,8 +253,9 @@ import Testing
 
     @Test("a huge Content-Length in a small head reserves no memory up front")
     func noReservationFromContentLength() throws {
-        // The process's mapped size: the old reservation (64 MiB) was a mapping of its own. The
-        // smallest rise of three tries, in case another test maps memory meanwhile.
+        // The process's mapped size: a body buffer reserved from Content-Length (64 MiB, say) is a
+        // mapping of its own, so it shows there. The smallest rise of three tries, in case another
+        // test maps memory meanwhile.
         var rises: [Int] = []
         for _ in 0..<3 {
             let before = try Self.mappedBytes()

@@ -65,7 +65,7 @@ struct DaemonBoundsTests {
         for peer in peers { #expect(peer.waitForLine(containing: "backed up") != nil) }
 
         daemon.signal(SIGTERM)
-        // A deadline of 1 s for all clients together: the daemon used to wait 2 s per client (10 s).
+        // A deadline of 1 s for all clients together, not 2 s per client (10 s for these five).
         #expect(daemon.waitForExit(timeout: 8) == 0, "\(daemon.stderr)")
         #expect(daemon.stderr.contains { $0.contains("shutdown deadline: cut") && $0.contains("clients=5") }, "\(daemon.stderr)")
         for peer in peers { #expect(peer.waitForLine(containing: "cut") == "cut") }

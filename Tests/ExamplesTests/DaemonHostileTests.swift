@@ -4,7 +4,7 @@ import Testing
 
 /// Clients that fill the daemon's socket buffers: every reply reaches a client that reads only
 /// after sending everything, or reads slowly while it sends, during normal running and across a
-/// SIGTERM (issue 33). The daemon used to strand the replies once a client's socket was full.
+/// SIGTERM. The hazard: replies stranded in the daemon once a client's socket is full.
 @Suite(.serialized, .timeLimit(.minutes(2)))
 struct DaemonHostileTests {
     static let requests = 100_000

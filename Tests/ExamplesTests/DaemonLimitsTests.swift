@@ -2,7 +2,7 @@ import DaemonExample
 import Foundation
 import Testing
 
-/// The daemon's bounds in all (issue 33): out of descriptors it waits instead of spinning, it
+/// The daemon's bounds in all: out of descriptors it waits instead of spinning, it
 /// serves a bounded number of clients and queues a bounded number of reply bytes, and it gives
 /// memory back once clients leave; an `ERR` echo is bounded in bytes.
 @Suite(.serialized, .timeLimit(.minutes(2)))

@@ -74,7 +74,8 @@ struct DaemonTests {
         #expect(try client.request("PING") == "OK PONG") // the title is set before this reply's batch
         let cmdline = try Data(contentsOf: URL(fileURLWithPath: "/proc/\(daemon.process.processIdentifier)/cmdline"))
         // What `ps` shows: every non-empty string of the argument area. Started by absolute path
-        // (a long argv[0]), libbsd used to leave a '.' there: "title         .".
+        // (a long argv[0]), libbsd leaves a '.' there unless the daemon puts the terminator back:
+        // "title         .".
         let shown = cmdline.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
         #expect(shown == ["longthread-daemon: serving, 1 records"], "\(shown)")
         daemon.signal(SIGTERM)

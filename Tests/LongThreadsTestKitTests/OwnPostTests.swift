@@ -138,8 +138,9 @@ struct AdvanceOrderTests {
         let clock = test.clock
         let seen = Recorder<Duration>()
         try test.thread.perform {
-            // A slow item: before the fix the advance moved the clock while it ran. The sleep only
-            // makes the old race certain; the assertion waits on the advance, not on time.
+            // A slow item: an advance that did not wait for queued work would move the clock while
+            // it ran. The sleep only makes that race certain; the assertion waits on the advance,
+            // not on time.
             usleep(50_000)
             seen.record(clock.elapsed)
         }

@@ -72,9 +72,9 @@ package func threadIsSleeping(_ tid: Int32) -> Bool {
 
 /// Whether the loop thread `tid` is asleep in its run loop's wait (CF's `ppoll` of its epoll set), where a post
 /// wakes it through CF and an instrument hears `wokeUp`. Not when it is parked (a futex wait, left
-/// without waking the loop) or has yet to reach its first wait: a test that took any sleep for the
-/// loop's failed when the posts came while the new loop was parked (`instrumentEvents`, 1 run in 3
-/// under load).
+/// without waking the loop) or has yet to reach its first wait: a test that takes any sleep for the
+/// loop's fails when the posts come while the new loop is parked (`instrumentEvents` did, 1 run in
+/// 3 under load).
 package func loopIsAsleep(_ tid: Int32) -> Bool {
     guard threadIsSleeping(tid),
           let call = ProcessCensus.read("/proc/self/task/\(tid)/syscall")?.split(separator: " ").first.flatMap({ Int($0) })

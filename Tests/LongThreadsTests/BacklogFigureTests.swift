@@ -3,7 +3,8 @@ import Foundation
 import LongThreads
 import Testing
 
-/// `statistics` and the instrument's figures while a backlog is worked through (issue 11, item 12).
+/// `statistics` and the instrument's figures while a backlog is worked through: the items taken
+/// into the running batch still count as pending and as queue depth.
 @Suite("Backlog figures")
 struct BacklogFigureTests {
     @Test("pending counts the items taken into the running batch, to the item")
@@ -98,7 +99,8 @@ struct BacklogFigureTests {
         try thread.hold(until: gate)
         // 100 items of 2 ms: a pass runs about a millisecond of work (here one item: the clock is
         // read before each once items are slow), so the first pass ends with nearly all of them
-        // still waiting in the batch (at least 68: 32 was the most a pass ran before).
+        // still waiting in the batch (at least 68: a pass that read the clock only every 32 items, as
+        // it does while items are quick, would still leave 68).
         for _ in 0..<100 { try thread.perform { usleep(2_000) } }
         gate.countDown()
         try thread.sync {}

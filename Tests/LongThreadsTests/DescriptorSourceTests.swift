@@ -124,7 +124,7 @@ struct DescriptorSourceTests {
         #expect(throws: LongThreadError.stopped) { try thread.watch(fd, for: .readable) { _ in } }
     }
 
-    @Test("a dropped handle keeps its handler working until the thread stops (issue 11, item 6)")
+    @Test("a dropped handle keeps its handler working until the thread stops")
     func droppedHandleKeepsWorking() throws {
         let thread = try LongThread(name: "lt-dropped")
         let fd = CLongThreadsShims_eventfd(0)

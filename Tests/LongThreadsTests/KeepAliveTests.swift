@@ -37,8 +37,8 @@ struct KeepAliveTests {
 
     @Test("the seeds' opening crash made safe: a perform with waitUntilDone to a fresh thread runs")
     func seedsOpeningScenario() throws {
-        // In the seed, a thread whose block returned had no run loop, and the waiting perform
-        // crashed with NSDestinationInvalidException. A LongThread stays alive for it.
+        // A Foundation thread whose block has returned has no run loop, and a perform that waits
+        // for it crashes with NSDestinationInvalidException. A LongThread stays alive for it.
         let thread = try LongThread(name: "lt-seed")
         let log = Recorder<String>()
         try thread.perform { log.record("task A") }

@@ -2,7 +2,7 @@ import Foundation
 import LongThreads
 import Testing
 
-/// Misuse that once crashed, hung or broke a promise: each gets a thrown error now.
+/// Misuse that could crash, hang or break a promise: each gets a thrown error.
 @Suite("Misuse", .timeLimit(.minutes(1)))
 struct MisuseTests {
     @Test("addCommonMode(.common) is refused, even with common-mode items present")

@@ -225,8 +225,8 @@ struct ParkTests {
 }
 
 /// A linger spins for the whole wait; a park sleeps on a futex. A caller that comes back later
-/// than a linger pays for (it computes between requests) gets a park, on any CPU (issue 29: at
-/// 20 µs between computing requests, lingers cost 1.4× the best peer's CPU).
+/// than a linger pays for (it computes between requests) gets a park, on any CPU (the benchmark's
+/// whole cost: at 20 µs between computing requests, lingers cost 1.4× the best peer's CPU).
 @Suite("Waits that pay for themselves")
 struct PayingWaitTests {
     static let policy = WaitPolicy.forcing(spareCPU: true)

@@ -5,7 +5,7 @@ import Testing
 /// `Task(executorPreference:)` and its siblings *own* their preference: the runtime retains the
 /// executor passed and, when the task completes, releases the object its `asUnownedTaskExecutor()`
 /// names. Both must be the same object, or every such task leaks one and over-releases the other.
-/// These run in child processes: before the fix the over-release crashed the process.
+/// These run in child processes: an over-release crashes the process.
 @Suite("Task executor preference owned by a task")
 struct TaskPreferenceTests {
     @Test("Task(executorPreference:), Task.detached and addTask(executorPreference:) run on the thread, many times")

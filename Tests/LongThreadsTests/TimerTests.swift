@@ -112,8 +112,9 @@ struct TimerTests {
 
     @Test("a timer cancelled from another thread while its callout runs stays valid until the callout ends")
     func cancelDuringCallout() throws {
-        // Before the fix, CFRunLoopTimerInvalidate on this thread freed the callout's context while
-        // the loop thread still ran it; AddressSanitizer reports the use after free (scripts/test.sh).
+        // A cancel from this thread must not free the callout's context while the loop thread still
+        // runs it, as CFRunLoopTimerInvalidate called here would; AddressSanitizer reports such a use
+        // after free (scripts/test.sh).
         let thread = try LongThread(name: "lt-cancel-race")
         defer { thread.stop() }
         let inCallout = Latch()
@@ -135,7 +136,7 @@ struct TimerTests {
     @Test("stops that cancel firing timers and observers are safe, round after round (ASan checks)")
     func stopRacingCallouts() throws {
         // The window: CF has picked a due timer and released its lock, and the stop cancels the timer
-        // (freeing the callout's context, before the fix) just before CF enters the callout.
+        // (which must not free the callout's context) just before CF enters the callout.
         for round in 0..<300 {
             let racer = try LongThread(name: "lt-cancel-race2")
             let timers = try (0..<40).map { _ in try racer.schedule(every: .microseconds(20)) { _ in } }

@@ -4,7 +4,7 @@ import LongThreadsTestSupport
 import Testing
 
 /// A thread that has lived a millisecond wakes through an eventfd of its own, a port source, and
-/// no longer through `CFRunLoopWakeUp` (`RunLoopEngine.installWakePort`).
+/// not through `CFRunLoopWakeUp` (`RunLoopEngine.installWakePort`).
 @Suite("Wake-up port")
 struct WakePortTests {
     @Test("a thread installs its wake-up port at its first callout once it has lived a millisecond")

@@ -61,7 +61,7 @@ func roundTrips() {
 }
 
 /// A thread's whole life: create, one `sync`, stop (which joins). Without the allocation count:
-/// with package-benchmark's malloc counter on, a thread's end crashed in CF's run-loop finalizer
+/// with package-benchmark's malloc counter on, a thread's end crashes in CF's run-loop finalizer
 /// (SIGSEGV in swift_dynamicCastClassUnconditional under __CFFinalizeRunLoop, every run; never
 /// without the counter, nor under the interposer alone in longthread-postcost). A life's
 /// allocations are longthread-bench's "Allocations" rows.

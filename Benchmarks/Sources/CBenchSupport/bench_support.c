@@ -152,7 +152,7 @@ uint64_t bench_heap_in_use(void) {
 // dynamic linker binds every library's malloc (Swift runtime, Foundation, CF, Dispatch, NIO) to the
 // executable's definition first, and ours forwards to glibc's own entry points (__libc_malloc...),
 // so the allocator, free and mallinfo2 stay glibc's. free is not wrapped: it needs no counting.
-// A sanitizer brings its own malloc and free, which these would bypass (TSan crashed at start-up
+// A sanitizer brings its own malloc and free, which these would bypass (TSan crashes at start-up
 // in them): under one, nothing is interposed and the counter stays at zero.
 #if defined(__has_feature)
 #if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)

@@ -1,7 +1,7 @@
 import CBenchSupport
 import Glibc
 
-// longthread-bench: every contender of issue 7, side by side, in one table.
+// longthread-bench: every way of getting work onto another thread, side by side, in one table.
 
 let contenders: [any Contender.Type] = [
     LongThreadContender.self, FoundationThreadPeer.self, CFSource0Peer.self, DispatchPeer.self,
@@ -43,7 +43,7 @@ if !chosenContenders.contains(where: { $0 == LongThreadContender.self }) {
 // `--only scaling` (or propagation) alone runs that table and no contender figure.
 let onlySections = !settings.only.isEmpty && settings.only.allSatisfy { name in sections.contains { $0.contains(name) } }
 let chosenFigures = onlySections ? [] : selected(allFigures) { $0.key }
-// The whole-cost figures (issue 29) have a table of their own; the quota pass runs in its group.
+// The whole-cost figures have a table of their own; the quota pass runs in its group.
 let mainFigures = chosenFigures.filter { !WholeCost.keys.contains($0.key) }
 let wholeCostFigures = chosenFigures.filter { WholeCost.keys.contains($0.key) && $0.key != QuotaPass.figure.key }
 let runsQuota = chosenFigures.contains { $0.key == QuotaPass.figure.key }

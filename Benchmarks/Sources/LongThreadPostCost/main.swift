@@ -1,6 +1,6 @@
-// A harness for instruction counts under callgrind: the async post path (issue 14) and a thread's
-// whole life (issue 12). Nothing in it is timed. Two runs that differ only in N cancel every fixed
-// cost, so (I(2N) - I(N)) / N is what one unit costs, on every thread.
+// A harness for instruction counts under callgrind: the async post path and a thread's whole life.
+// Nothing in it is timed. Two runs that differ only in N cancel every fixed cost, so
+// (I(2N) - I(N)) / N is what one unit costs, on every thread.
 //
 //   longthread-postcost perform N      one item posted and run (default)
 //   longthread-postcost perform-context N      the same with a context propagator installed that

@@ -22,7 +22,7 @@ enum ProcessTitle {
         // libbsd marks a title shorter than the original argv[0] by writing '.' over argv[0]'s
         // old terminator, meant for a process started without arguments (where that byte ends
         // the argument area and tells the kernel the title was changed). With arguments it just
-        // shows up: started by absolute path (a long argv[0]), `ps` read "title         ." So
+        // shows up: started by absolute path (a long argv[0]), `ps` reads "title         ." So
         // the terminator is put back: the rest of the area is zeroed, and the title reads whole.
         if let (base, length) = argument0, strlen(base) < length, base[length] == CChar(UInt8(ascii: ".")) {
             base[length] = 0

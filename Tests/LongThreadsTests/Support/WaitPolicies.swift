@@ -11,7 +11,7 @@ extension WaitPolicy {
         return policy
     }
 
-    /// Forces a wait of `nanoseconds` when positive, none when negative (as the old C overrides).
+    /// Forces a wait of `nanoseconds` when positive, none when negative, the learnt one at zero.
     static func forced(_ nanoseconds: Int64) -> Forced {
         nanoseconds > 0 ? .always(nanoseconds: nanoseconds) : nanoseconds < 0 ? .never : .learnt
     }

@@ -40,7 +40,7 @@ int bench_epoll_create(void);
 int bench_epoll_add_readable(int epfd, int fd);
 int bench_epoll_wait(int epfd, int32_t *fds, int capacity, int timeoutMs);
 
-// MARK: the whole cost (issue 29)
+// MARK: the whole cost
 
 /// `iterations` steps of a 64-bit LCG, returned so the optimizer keeps them: a caller's
 /// computation between requests, in registers only (no memory traffic, no system call).

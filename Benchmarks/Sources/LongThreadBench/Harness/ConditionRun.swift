@@ -32,7 +32,7 @@ struct ConditionRun {
         lines.append("\nLoad average at the end: \(loadAtEnd) (1, 5, 15 min; runnable/total threads).")
         if !results.isEmpty { lines.append(Self.legend) }
         let bars = Report.bars(results, hogs: settings.hogs)
-        if !bars.isEmpty { lines += ["### Bars of issues 7 and 12\n", bars.joined(separator: "\n")] }
+        if !bars.isEmpty { lines += ["### Bars against the peers and floors\n", bars.joined(separator: "\n")] }
         if !wholeCost.isEmpty || quota != nil {
             lines += [WholeCost.preamble(settings), WholeCostReport.table(wholeCost + (quota?.results ?? []), contenders)]
             if let quota { lines.append("\nQuota pass: \(quota.note)") }

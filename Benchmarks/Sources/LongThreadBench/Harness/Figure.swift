@@ -3,7 +3,7 @@ struct Row: Sendable {
     let title: String
     let unit: String
     let higherIsBetter: Bool
-    /// The bar a whole-cost row is held to (issue 29); nil elsewhere.
+    /// The bar a whole-cost row is held to; nil elsewhere.
     var target: Target? = nil
 }
 

@@ -2,7 +2,7 @@ import CBenchSupport
 import Glibc
 import Synchronization
 
-/// Every figure of issue 7, in table order.
+/// Every figure of the main table, in table order.
 enum Figures {
     static func all(_ settings: Settings) -> [Figure] {
         var figures = settings.producerCounts.map { asyncThroughput(producers: $0, captured: false) }
@@ -111,7 +111,7 @@ enum Figures {
                     for index in turns.next(workers.count) {
                         let worker = workers[index]
                         // Brings the worker's and the caller's lines back into cache after the
-                        // other contenders' turns, as the back-to-back run had them.
+                        // other contenders' turns, as a back-to-back run has them.
                         for _ in 0..<settings.roundTripBatchWarmUp { must("round trip") { try worker.roundTrip() } }
                         for _ in 0..<perBatch {
                             let start = nowNanoseconds()

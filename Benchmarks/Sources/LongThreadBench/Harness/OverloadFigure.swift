@@ -2,10 +2,10 @@ import Glibc
 import LongThreads
 
 extension Figures {
-    /// Overload (issue 14): one producer posts at ten times the rate the worker can run, for the
-    /// overload period, each item carrying a 64-byte payload. Rows: the growth of resident memory
-    /// at a quarter, half and the end of the period. LongThread runs twice: its unbounded queue
-    /// (the "unbounded" rows, like every peer) and with `Options.queueLimit` of 10,000 items and
+    /// Overload: one producer posts at ten times the rate the worker can run, for the overload
+    /// period, each item carrying a 64-byte payload. Rows: the growth of resident memory at a
+    /// quarter, half and the end of the period. LongThread runs twice: its unbounded queue (the
+    /// "unbounded" rows, like every peer) and with `Options.queueLimit` of 10,000 items and
     /// `.block` (the "limit" rows: the producer is held back to the worker's rate, memory stays
     /// flat). Peers have no limit: their "limit" rows repeat their unbounded queue.
     static let overload = Figure(

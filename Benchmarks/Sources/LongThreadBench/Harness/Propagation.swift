@@ -2,10 +2,10 @@ import LongThreads
 import LongThreadsTracing
 import Tracing
 
-/// What carrying a poster's trace context costs a post (issue 15), for LongThread alone: one
-/// producer posts no-op closures with `perform`, under four set-ups, each a column. Rows: the
-/// producer's CPU time per post (its thread's CPU clock, so hogs do not inflate it), and the
-/// throughput from the first post until the thread has run the last.
+/// What carrying a poster's trace context costs a post, for LongThread alone: one producer posts
+/// no-op closures with `perform`, under four set-ups, each a column. Rows: the producer's CPU time
+/// per post (its thread's CPU clock, so hogs do not inflate it), and the throughput from the first
+/// post until the thread has run the last.
 ///
 /// The set-ups: no propagator (the default: one atomic load per post); `ServiceContextPropagator`
 /// installed but no context current where the work is posted (capture returns nil); a context

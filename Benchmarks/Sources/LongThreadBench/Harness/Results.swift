@@ -1,8 +1,8 @@
 import Glibc
 
-/// Benchmarks/RESULTS.md: the latest full run's report, with the conditions it was measured
-/// in, replaced by each full run (issue 30). A partial run (`--only`, `--quick`) writes it only
-/// when given `--results FILE`, and says so in its header.
+/// Benchmarks/RESULTS.md: the latest full run's report, with the conditions it was measured in,
+/// replaced by each full run. A partial run (`--only`, `--quick`) writes it only when given
+/// `--results FILE`, and says so in its header.
 enum Results {
     /// The Benchmarks package directory of the source tree this executable was built from.
     static let packageDirectory: String = {

@@ -5,8 +5,8 @@ import NIOCore
 import NIOPosix
 import Synchronization
 
-/// Cost as work grows, for LongThread alone (issue 12): idle threads, descriptor watches and
-/// pending timers, each at growing counts. One table: a row per measurement, a column per count.
+/// Cost as work grows, for LongThread alone: idle threads, descriptor watches and pending timers,
+/// each at growing counts. One table: a row per measurement, a column per count.
 enum Scaling {
     struct Line {
         let title: String

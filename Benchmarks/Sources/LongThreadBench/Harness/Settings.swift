@@ -44,7 +44,7 @@ struct Settings: Sendable {
     var timerCounts: [Int] { quick ? [1, 1_000] : [1, 1_000, 100_000] }
     var echoConnections: Int { quick ? 100 : 1_000 }
     var echoSeconds: Double { quick ? 0.5 : 2 }
-    // The whole cost (issue 29).
+    // The whole cost.
     /// Round trips of one paced run: fewer at long gaps, so that each run takes about a second.
     func pacedRoundTrips(gap microseconds: Int) -> Int {
         quick ? (microseconds >= 1_000 ? 200 : 500) : (microseconds >= 1_000 ? 1_000 : 4_000)

@@ -1,6 +1,6 @@
 import CoreFoundation
 
-/// The pieces both CF peers share, written as the research notes prescribe for Linux.
+/// The pieces both CF peers share, written as CF on Linux needs them.
 enum CFRunLoopSupport {
     /// A version-1 source whose port is -1: it keeps the mode alive (so `CFRunLoopRunInMode`
     /// sleeps instead of returning `finished`), costs no descriptor and never fires. Not

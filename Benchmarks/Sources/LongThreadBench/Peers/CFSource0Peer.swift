@@ -1,7 +1,7 @@
 import CoreFoundation
 import Dispatch
 
-/// Peer 3: the best plain CF design the research found. A pthread runs a CFRunLoop with one
+/// Peer 3: the best plain CF design, with no library on top. A pthread runs a CFRunLoop with one
 /// version-0 source; producers append to a mutex-guarded array and signal + wake the loop only
 /// when it goes from empty to non-empty, so a burst costs one wake-up.
 final class CFSource0Peer: Contender, @unchecked Sendable {

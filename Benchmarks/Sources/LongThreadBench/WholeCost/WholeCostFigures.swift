@@ -1,10 +1,11 @@
-/// The whole cost of a round trip (issue 29): the CPU of every thread it takes, at every pace
-/// of caller, with many pairs at once, beside a CPU-bound neighbour and inside a CPU quota. Each
-/// contender runs alone (`.each`), so a difference of process CPU readings is its own cost.
+/// The whole cost of a round trip: the CPU of every thread it takes, at every pace of caller, with
+/// many pairs at once, beside a CPU-bound neighbour and inside a CPU quota. Each contender runs
+/// alone (`.each`), so a difference of process CPU readings is its own cost.
 enum WholeCost {
     /// Figure keys, for `--only` and to tell these rows from the main table's.
     static let keys = ["wholecost", "paced", "pairs", "neighbour", "quota"]
-    /// Each ratio is LongThread's value over the best of these peers' (issue 29's four).
+    /// Each ratio is LongThread's value over the best of these four peers' (the floors and
+    /// Thread+PerformBlock are shown but never the bar).
     static let referencePeers = [DispatchPeer.name, CondvarPeer.name, NIOPeer.name, CFSource0Peer.name]
     static let cpuTarget = Target.ratioAtMost(1.1)
 
@@ -89,7 +90,7 @@ extension WholeCost {
     static func preamble(_ settings: Settings) -> String {
         """
 
-        ### The whole cost of a round trip (issue 29)
+        ### The whole cost of a round trip
 
         Each contender alone, a fresh worker per repetition. Total CPU: the process's CPU clock \
         (CLOCK_PROCESS_CPUTIME_ID: every thread, the caller, the worker and any pool thread, ended ones \
@@ -100,7 +101,8 @@ extension WholeCost {
         repetitions (percentiles within each). Pairs: N callers, each with its own worker, back to back \
         for \(settings.pairSeconds) s. Neighbour: a forked process counting steps, its rate with the \
         contender serving the main thread ÷ its rate alone just before. Ratio: LongThread ÷ the best of \
-        \(referencePeers.joined(separator: ", ")); the bars are issue 29's.
+        \(referencePeers.joined(separator: ", ")); the bar column gives a row's limit and whether \
+        LongThread meets it (✓ or ✗).
 
         """
     }

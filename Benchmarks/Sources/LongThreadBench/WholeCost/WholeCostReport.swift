@@ -1,5 +1,5 @@
 /// The whole-cost table: each contender's value, the best reference peer, and LongThread's
-/// value over that peer's with issue 29's bar.
+/// value over that peer's with the row's bar.
 enum WholeCostReport {
     static func table(_ results: [RowResult], _ contenders: [any Contender.Type]) -> String {
         let peers = contenders.filter { $0.features.contains(.roundTrip) }.map { $0.name }.filter { $0 != Report.subject }
