@@ -1,7 +1,7 @@
 /// A thread's pending `LongThreadTimer`s, by deadline: what its one CF timer is armed for.
 ///
-/// Each timer used to be a CF timer of its own, and CF keeps a mode's timers in one sorted array
-/// that it searches linearly to remove one: at 100,000 pending timers a cancel cost ~70 µs. Here
+/// Not a CF timer per timer: CF keeps a mode's timers in one sorted array that it searches
+/// linearly to remove one, so at 100,000 pending timers a cancel costs ~70 µs. Here
 /// they wait in a binary heap (each timer knows its slot, so a cancel is O(log n) too), and the
 /// thread's engine arms one CF timer for the earliest deadline.
 ///

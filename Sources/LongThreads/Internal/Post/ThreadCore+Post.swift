@@ -11,7 +11,7 @@ extension ThreadCore {
     /// `kind`: who posts (`PostKind`); urgent and own posts go ahead of the waiting items, in any
     /// mode (`performAtFrontOfQueue`). The library's own posts go through `enqueueOwn`. With a
     /// queue limit, throws `.queueFull` when full (see `Backpressure`).
-    /// `item` is made under the lock, straight into its queue entry: made outside, it was copied
+    /// `item` is made under the lock, straight into its queue entry: made outside, it would be copied
     /// in (a retain and a release of the closure's context per post).
     /// Returns whether the post found the loop thread draining the queue (it needed no wake-up, and
     /// that thread is on a CPU): a blocked caller may then spin for its reply even under load.

@@ -77,7 +77,7 @@ extension ThreadCore {
         _ body: (inout SharedState, inout Wake) throws(Failure) -> Result
     ) throws(Failure) -> Result {
         var wake = Wake()
-        // Not `defer`: it was compiled as a function of its own, called per post.
+        // Not `defer`: the compiler makes it a function of its own, called per post.
         do {
             let result = try shared.withLock { (state: inout SharedState) throws(Failure) -> Result in
                 try body(&state, &wake)
