@@ -3,14 +3,23 @@ import Foundation
 import Glibc
 import Synchronization
 
-/// The state of one LongThread that its pthread runs on: the queue, the lifecycle, the engine.
+/// One LongThread's machinery: held by the handle users hold (`LongThread`) and by the pthread,
+/// holding the handle only weakly, so dropping the last handle stops the thread (`handleReleased`).
 ///
-/// `LongThread` is the handle users hold; this object is held by the handle and by the pthread, and
-/// holds the handle only weakly, so dropping the last handle stops the thread (`handleReleased`).
-/// The work path is in `ThreadCore+Work.swift` (the drain in `ThreadCore+Drain.swift`, its waits
-/// for a caller's next request in `ThreadCore+Linger.swift`), the stop path in
-/// `ThreadCore+Stop.swift`; state of its own concern lives in `StartHandshake`, `CalloutWatch`,
-/// `DrainBatch` and `DrainPass`.
+/// Its state has three owners, and each field's type or mark says which:
+/// - **The post side** (`Internal/Post`): any thread, under the thread's lock. `shared` holds the
+///   queue, the modes, the engine while the loop lives, the timers and attachments; `hints` and
+///   `modesGeneration` are written under it and read by the loop between items. A post is
+///   `enqueue` (`ThreadCore+Post.swift`); the loop is woken only through `withLockWaking`.
+/// - **The loop side** (`Internal/Loop`): the loop thread only, through `loop` (`LoopState`, each
+///   access checked in debug builds). The run (`ThreadCore+Loop.swift`), the drain and its waits
+///   (`ThreadCore+Drain.swift`, one callout as a `DrainPass`), callouts, timers. What it
+///   publishes for other threads is atomic: `batchWaiting`, `batchOldestPostedAt`, `watch`.
+/// - **The life side** (`Internal/Life`): `Lifecycle` (under the lock) decides, returning actions;
+///   the start (`ThreadCore+Start.swift`, `handshake`) and the stop and join
+///   (`ThreadCore+Stop.swift`, `exited`) carry them out.
+/// The engine (`Engine/`) is the only CoreFoundation code; the test kit enters through
+/// `Internal/Testing` only.
 final class ThreadCore: @unchecked Sendable {
     // MARK: Immutable
     let name: String?
@@ -31,71 +40,47 @@ final class ThreadCore: @unchecked Sendable {
     /// at most one spin skipped or one made in vain.
     var replierKey: UnsafeRawPointer { UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque()) }
 
-    // MARK: The start: each side writes before the signal the other waits on (`StartHandshake`)
+    // MARK: Life side: the start (each side writes before the signal the other waits on)
     /// The creator's wait for the loop to be ready, and what the start reports to it.
     var handshake = StartHandshake()
 
-    // MARK: Written once before the pthread starts (pthread_create orders it before every read)
+    // MARK: Life side: written once before the pthread starts (pthread_create orders it before every read)
     /// The handle, for `LongThread.current`.
     weak var handle: LongThread?
     weak var owner: AnyObject?
 
-    // MARK: Written by the loop thread, read by stall monitors (`CalloutWatch`)
+    // MARK: Loop side, published: written by the loop thread, read by stall monitors (`CalloutWatch`)
     /// What stall monitors read of this thread (the running callout's start and label).
     let watch = CalloutWatch()
 
-    // MARK: Guarded by `shared`
+    // MARK: Post side: guarded by `shared` (`SharedState`)
     let shared: Locked<SharedState>
 
-    // MARK: Written under `shared`, read by the loop thread between two items without the lock
+    // MARK: Post side: written under `shared`, read by the loop thread between two items without the lock
     /// The hints the drain looks at before each item, in one word so that an item costs one load
     /// for all of them (`Hints`). Bits are set and cleared with atomic bit operations.
     let hints: Atomic<UInt8>
     /// Bumped when the common set changes, so the loop thread drops its cached eligibility.
     let modesGeneration = Atomic<Int>(0)
+
+    // MARK: Loop side, published: written by the loop thread, read by any (`statistics`, monitors)
     /// Items taken into `batch` and not yet run (published by the loop thread, for `statistics`).
     let batchWaiting = Atomic<Int>(0)
     /// When the oldest item still waiting in `batch` was posted (0: none, or posts are not timed).
     let batchOldestPostedAt = Atomic<UInt64>(0)
 
-    // MARK: Loop thread only (`LoopState`, checked in debug builds)
+    // MARK: Loop side: the loop thread only (`loop`, checked in debug builds)
     @exclusivity(unchecked) var loopStorage = LoopState()
     #if DEBUG
     /// The loop thread (`pthread_self`), once it began: `assertOnLoopThread`.
     let loopOwner = Atomic<UInt>(0)
     #endif
 
+    // MARK: Post side: immutable
     /// Every way to wake the loop (CF's wake-up, the wake-up port, the park bell), rung by
     /// `withLockWaking` only. Declared last, so that the fields producers and the drain touch on
     /// every item keep the layout they had.
     let waker = Waker()
-
-    struct SharedState {
-        var lifecycle = Lifecycle()
-        var queue = WorkQueue()
-        var modes = ModeTable()
-        /// The engine while the loop lives: producers wake it. Nil before the loop ran
-        /// and after it exited (so nothing is ever added to the loop of an exited thread).
-        var engine: RunLoopEngine?
-        /// What the thread has done, as the loop thread last published it (`ThreadCounts`).
-        var counts = ThreadCounts()
-        /// Timers not yet fired or cancelled: a stop cancels them. Kept beside `timerSchedule`: a
-        /// repeating timer whose callback runs is in neither the heap nor the due queue meanwhile.
-        var timers: [ObjectIdentifier: LongThreadTimer] = [:]
-        /// The same timers by deadline, for the engine's one CF timer (due ones wait there too).
-        var timerSchedule = TimerSchedule()
-        /// Observers and descriptor sources: the loop's exit cancels them.
-        var attachments: [ObjectIdentifier: any LoopAttachment] = [:]
-        /// Whether the loop counts its wake-ups: from the start with an owner or an instrument,
-        /// otherwise once `statistics` was read (the loop then adds its observer at its next drain).
-        var countsWakeUps = false
-        /// The backlog and the producers waiting for room, with `Options.queueLimit` only.
-        var backpressure: Backpressure?
-        /// Work waiting for a deadline, by deadline and modes (`perform(at:)`, `run(at:)`).
-        var deadlines: [DeadlineKey: DeadlineBucket] = [:]
-        /// Made by the thread's first observer (`observerTargets`).
-        var observerTargets: ObserverTargets?
-    }
 
     /// `settleInDelay`: how long the thread lives before its first callout settles it in
     /// (`settleIn`), in nanoseconds; `.max`: never. Tests choose either side of it, and may force
@@ -145,55 +130,5 @@ final class ThreadCore: @unchecked Sendable {
 
     var isCurrent: Bool {
         pthread_getspecific(Self.currentKey) == Unmanaged.passUnretained(self).toOpaque()
-    }
-}
-
-/// The bits of `ThreadCore.hints`. Any bit set sends the drain down its slow path for the next item.
-enum Hints {
-    /// A discarding stop began: the drain stops at the next item (the lock decides what is
-    /// discarded). Set once, under `shared`.
-    static let discard: UInt8 = 1 << 0
-    /// Urgent entries wait (`performAtFrontOfQueue`): the drain takes them before its next item.
-    /// Set and cleared under `shared`.
-    static let urgent: UInt8 = 1 << 1
-    /// A stall monitor watches the thread: each item is a callout of its own, and posts are timed.
-    /// Set and cleared under the `monitors` lock.
-    static let monitored: UInt8 = 1 << 2
-    /// The thread has an instrument (constant): posts are timed, and each item's wait measured.
-    static let instrumented: UInt8 = 1 << 3
-    /// Someone listens for how long posts wait: they read the clock.
-    static let timesPosts: UInt8 = monitored | instrumented
-    /// The loop lingered after a reply and nobody came: the next post reads the clock, so the
-    /// loop learns how late its caller came back (`ThreadCore.linger`). Set and cleared by the
-    /// loop thread.
-    static let stampsNextPost: UInt8 = 1 << 4
-    /// The thread belongs to LongThreadsTestKit (constant): its drain waits at the harness's gate
-    /// before each item, and its posts go the stamped way, where a refusal asked for is thrown.
-    static let harnessed: UInt8 = 1 << 5
-    /// A post reads the clock when any of these is set.
-    static let stampsPosts: UInt8 = timesPosts | stampsNextPost | harnessed
-}
-
-extension ThreadCore {
-    /// A discarding stop began (a hint: the lock decides what is discarded).
-    var discardRequested: Bool { hints.load(ordering: .relaxed) & Hints.discard != 0 }
-    /// Whether a stall monitor watches this thread (then a callout's start may have to wake it).
-    var isMonitored: Bool { hints.load(ordering: .relaxed) & Hints.monitored != 0 }
-    /// `instrument != nil`, without copying the existential.
-    var hasInstrument: Bool { hints.load(ordering: .relaxed) & Hints.instrumented != 0 }
-}
-
-extension ThreadCore.SharedState {
-    /// The mask for `modes`, registering each new mode with the loop (CF creates it then, which
-    /// may throw `.outOfResources`). Only while the loop lives: the caller checked `engine`.
-    mutating func mask(for modes: [RunLoop.Mode]) throws(LongThreadError) -> ModeTable.Mask {
-        let engine = self.engine
-        return try self.modes.mask(for: modes) { (name) throws(LongThreadError) in try engine?.add(modeNamed: name) }
-    }
-
-    /// The bit of one mode, registering it with the loop the first time (see `mask(for:)`).
-    mutating func bit(for mode: RunLoop.Mode) throws(LongThreadError) -> ModeTable.Mask {
-        let engine = self.engine
-        return try self.modes.bit(for: mode) { (name) throws(LongThreadError) in try engine?.add(modeNamed: name) }
     }
 }
