@@ -164,7 +164,10 @@ struct ExecutableMappings {
         ExecutableMappings(maps: ProcFile.read("/proc/self/maps") ?? "")
     }
 
-    /// Parses lines `start-end perms offset dev inode [path]`, keeping the executable ones.
+    /// Parses lines `start-end perms offset dev inode [path]`, keeping the executable ones but
+    /// writable anonymous ones: with a library loaded that asks for an executable stack
+    /// (GNU_STACK RWE, as Swift 6.3's libswiftRuntime.so), glibc maps every thread's stack rwx,
+    /// and a stack word that follows bytes looking like a call would pass for a return address.
     init(maps: String) {
         mappings = maps.split(separator: "\n").compactMap { line in
             let fields = line.split(separator: " ", maxSplits: 5, omittingEmptySubsequences: true)
@@ -172,6 +175,7 @@ struct ExecutableMappings {
             let bounds = fields[0].split(separator: "-")
             guard bounds.count == 2, let start = UInt(bounds[0], radix: 16), let end = UInt(bounds[1], radix: 16) else { return nil }
             let path = fields.count == 6 ? fields[5].trimmingPrefix(while: { $0 == " " }) : ""
+            if fields[1].contains("w"), path.isEmpty || path.hasPrefix("[") { return nil }
             return Mapping(start: start, end: end, path: String(path))
         }.sorted { $0.start < $1.start }
     }
