@@ -82,60 +82,91 @@ extension ThreadCore {
     /// The batch ran dry: publishes the counters and moves what the queue holds into the batch.
     /// A caller answered since the loop last waited may post again at once: the loop first waits
     /// a little for it, spinning (`linger`) or, when the caller shares its CPU, asleep (`park`).
-    /// Returns whether the pass goes on; when not, `pass.end` says why.
+    /// Decided under the lock (`Refill`), carried out after it. Returns whether the pass goes on;
+    /// when not, `pass.end` says why.
     @inline(__always)
     private func refillBatch(_ pass: inout DrainPass) -> Bool {
         let yieldToLoop = pass.refills >= Self.refillsPerCallout
-        var lingerFor = pass.answeredCaller ? waitPolicy.lingerBudget(&WaitLearning.current.pointee) : 0
-        var parkFor = pass.answeredCaller && lingerFor == 0 ? waitPolicy.parkBudget(&WaitLearning.current.pointee) : 0
-        var parkSeen: UInt32 = 0
+        let lingerFor = pass.answeredCaller ? waitPolicy.lingerBudget(&WaitLearning.current.pointee) : 0
+        let parkFor = pass.answeredCaller && lingerFor == 0 ? waitPolicy.parkBudget(&WaitLearning.current.pointee) : 0
         let ran = pass.ran
-        var timersDue: Bool?
-        var (gotMore, isStopping) = shared.withLock { state in
+        let refill = shared.withLock { state in
             publishCounters(into: &state, ran: ran)
             if state.countsWakeUps, let engine = state.engine, !engine.countingWakeUps { engine.countWakeUps() }
-            if yieldToLoop, !state.queue.isEmpty {
-                // CF's pass comes first; nobody waits for a request already queued.
-                (lingerFor, parkFor) = (0, 0)
-                timersDue = timersFellDue(state)
-                return (false, false)
-            }
-            let isStopping = state.lifecycle.isStopping
-            if parkFor > 0 {
-                parkFor = isStopping ? 0 : parkLength(parkFor, state: state)
-                // Read under the lock: a ring after it cannot be missed.
-                parkSeen = waker.parkSeen
-            }
-            let before = loop.batch.entries.count
-            let gotMore = state.queue.moveAll(
-                to: &loop.batch.entries, staysActive: lingerFor > 0 && !isStopping, parks: parkFor > 0)
-            if gotMore { noteBatchGrew(from: before) }
-            return (gotMore, isStopping)
+            return decideRefill(&state, yieldToLoop: yieldToLoop, lingerFor: lingerFor, parkFor: parkFor)
         }
         if !pass.batchAnsweredCaller { pass.refills += 1 }
         pass.batchAnsweredCaller = false
         pass.totalRun += ran
         pass.ran = 0
-        if let timersDue {
+        switch refill {
+        case .run:
+            return true
+        case .yield(let timersDue):
             // More work is queued, but timers, descriptor sources and observers get a pass first.
             pass.timersDue = timersDue
             pass.end = .yielding
             return false
-        }
-        if !gotMore, lingerFor > 0 || parkFor > 0, !isStopping {
+        case .end(let end):
+            pass.end = end
+            return false
+        case .waitForRequest(let lingerFor, let parkFor, let parkSeen):
             let waited = waitForNextRequest(&pass, lingerFor: lingerFor, parkFor: parkFor, parkSeen: parkSeen)
-            (gotMore, isStopping) = (waited.gotMore, waited.isStopping)
-            if gotMore, waited.budgetSpent, !isStopping {
+            guard waited.gotMore else {
+                pass.end = waited.isStopping ? .stopping : .drained
+                return false
+            }
+            if waited.budgetSpent, !waited.isStopping {
                 // The request runs after CF's pass: a wait must not hold CF back past the budget.
                 pass.end = .yielding
                 return false
             }
+            return true
         }
-        if !gotMore {
-            pass.end = isStopping ? .stopping : .drained
-            return false
+    }
+
+    /// What a refill does next, decided under the lock (`decideRefill`).
+    private enum Refill {
+        /// The batch holds more work: the pass runs it.
+        case run
+        /// More work is queued, but CF gets its pass first; `timersDue`: one of the thread's
+        /// timers is due, and runs before that work.
+        case yield(timersDue: Bool)
+        /// Nothing came: wait for the caller's next request, lingering `lingerFor` ns or else
+        /// parked up to `parkFor` ns (`parkSeen`: the bell's value read under the lock).
+        case waitForRequest(lingerFor: Int64, parkFor: Int64, parkSeen: UInt32)
+        /// Nothing came, and no caller is worth waiting for: the pass ends so.
+        case end(DrainPass.End)
+    }
+
+    /// Under the lock: moves what the queue holds into the batch, and decides what the refill
+    /// does next. After `refillsPerCallout` refills with work still queued, CF's pass comes first
+    /// (nobody waits for a request already queued). A wait is marked in the queue here (the
+    /// consumer stays active for a linger, or is parked), so that producers skip or ring the bell.
+    @inline(__always)
+    private func decideRefill(
+        _ state: inout SharedState, yieldToLoop: Bool, lingerFor: Int64, parkFor: Int64
+    ) -> Refill {
+        if yieldToLoop, !state.queue.isEmpty { return .yield(timersDue: timersFellDue(state)) }
+        let isStopping = state.lifecycle.isStopping
+        var parkFor = parkFor
+        var parkSeen: UInt32 = 0
+        if parkFor > 0 {
+            parkFor = isStopping ? 0 : parkLength(parkFor, state: state)
+            // Read under the lock: a ring after it cannot be missed.
+            parkSeen = waker.parkSeen
         }
-        return true
+        let before = loop.batch.entries.count
+        let gotMore = state.queue.moveAll(
+            to: &loop.batch.entries, staysActive: lingerFor > 0 && !isStopping, parks: parkFor > 0)
+        if gotMore {
+            noteBatchGrew(from: before)
+            return .run
+        }
+        if lingerFor > 0 || parkFor > 0, !isStopping {
+            return .waitForRequest(lingerFor: lingerFor, parkFor: parkFor, parkSeen: parkSeen)
+        }
+        return .end(isStopping ? .stopping : .drained)
     }
 
     /// Waits for a caller's next request: lingers `lingerFor` ns, or else parks up to `parkFor` ns
