@@ -21,9 +21,13 @@ struct WakeProtocolTests {
 
     /// Each Swift file of the core, by its path under `Sources/LongThreads`, without comment lines.
     static func coreSources() throws -> [(path: String, code: String)] {
-        let root = URL(fileURLWithPath: #filePath)
-            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("Sources/LongThreads")
+        // The package's root: the first folder above this file that holds Package.swift.
+        var package = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        while package.path != "/",
+              !FileManager.default.fileExists(atPath: package.appendingPathComponent("Package.swift").path) {
+            package.deleteLastPathComponent()
+        }
+        let root = package.appendingPathComponent("Sources/LongThreads")
         let paths = try FileManager.default.subpathsOfDirectory(atPath: root.path).filter { $0.hasSuffix(".swift") }
         return try paths.sorted().map { path in
             let text = try String(contentsOf: root.appendingPathComponent(path), encoding: .utf8)
