@@ -5,7 +5,7 @@ import Synchronization
 ///
 /// Part of `ThreadCore` (`watch`), kept inline: a separate object would cost every thread's life
 /// an allocation, monitored or not. The loop thread writes the callout's start and label
-/// (`ThreadCore+Work`); monitors read them from their own thread (`StallMonitor`).
+/// (`ThreadCore+Callouts`); monitors read them from their own thread (`StallMonitor`).
 struct CalloutWatch: ~Copyable {
     /// When the callout running now began, monotonic ns; 0 while the loop is in its run loop
     /// (sleeping, between callouts, or inside a nested run). A callout is one item of a drain, a

@@ -1,4 +1,4 @@
-/// What a watched thread does for its stall monitors besides timing callouts (`ThreadCore+Work`).
+/// What a watched thread does for its stall monitors besides timing callouts (`ThreadCore+Callouts`).
 extension ThreadCore {
     /// Items waiting: queued, or taken into the batch and not yet started. Any thread.
     var pendingCount: Int {
