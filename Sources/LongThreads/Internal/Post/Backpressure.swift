@@ -115,9 +115,15 @@ extension ThreadCore {
     }
 
     /// Posts through `post`, waiting for room and posting again while the queue is full, when the
-    /// thread's policy is to block (never on the thread itself).
-    @inline(never)
+    /// thread's policy is to block (never on the thread itself). Without a queue limit, `post` once.
+    @inline(__always)
     func postWaitingForRoom(_ post: () throws(LongThreadError) -> Void) throws(LongThreadError) {
+        guard hasQueueLimit else { return try post() }
+        try postRetryingWhileFull(post)
+    }
+
+    @inline(never)
+    private func postRetryingWhileFull(_ post: () throws(LongThreadError) -> Void) throws(LongThreadError) {
         while true {
             do throws(LongThreadError) {
                 return try post()
