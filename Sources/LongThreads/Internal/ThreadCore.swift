@@ -69,6 +69,10 @@ final class ThreadCore: @unchecked Sendable {
     /// `withLockWaking` only. Declared last, so that the fields producers and the drain touch on
     /// every item keep the layout they had.
     let waker = Waker()
+    /// LongThreadsTestKit's hold on the thread, nil but for its threads: the core calls it only
+    /// through `ThreadCore+TestSeam.swift`, behind `Hints.harnessed`. After the waker, for the
+    /// same reason.
+    let testSeam: (any TestSeam)?
 
     struct SharedState {
         var lifecycle = Lifecycle()
@@ -132,8 +136,9 @@ final class ThreadCore: @unchecked Sendable {
             countsWakeUps: owner != nil || instrumented,
             backpressure: options.queueLimit.map(Backpressure.init)
         ))
-        self.hints = Atomic((instrumented ? Hints.instrumented : 0) | (options.harness == nil ? 0 : Hints.harnessed))
-        options.harness?.attach(self)
+        self.testSeam = options.harness
+        self.hints = Atomic((instrumented ? Hints.instrumented : 0) | (testSeam == nil ? 0 : Hints.harnessed))
+        testSeam?.attached(to: self)
         loop.hooks = hooks
     }
 
@@ -177,8 +182,9 @@ enum Hints {
     /// loop learns how late its caller came back (`ThreadCore.linger`). Set and cleared by the
     /// loop thread.
     static let stampsNextPost: UInt8 = 1 << 4
-    /// The thread belongs to LongThreadsTestKit (constant): its drain waits at the harness's gate
-    /// before each item, and its posts go the stamped way, where a refusal asked for is thrown.
+    /// The thread belongs to LongThreadsTestKit (constant, `testSeam`): its drain waits at the
+    /// seam's gate before each item and tells the seam when a pass ends, and its posts go the
+    /// stamped way, where a refusal asked for is thrown.
     static let harnessed: UInt8 = 1 << 5
     /// A post reads the clock when any of these is set.
     static let stampsPosts: UInt8 = timesPosts | stampsNextPost | harnessed

@@ -35,7 +35,7 @@ extension ThreadCore {
             }
             guard let (takenEngine, dropped, mustTell, takenTimers) = taken else { return }
             // A paused test thread's gate opens for a stop.
-            if hints.load(ordering: .relaxed) & Hints.harnessed != 0 { noticeForTest() }
+            if hints.load(ordering: .relaxed) & Hints.harnessed != 0 { testSeamStopBegan() }
             engine = takenEngine
             timers = takenTimers
             instrument?.record(.stopRequested(name: name, pending: pending))
@@ -137,6 +137,7 @@ extension ThreadCore {
             defer { state.exitWaiters = [] }
             return state.exitWaiters
         }
+        if hints.load(ordering: .relaxed) & Hints.harnessed != 0 { testSeamLoopExited() }
         exited.signal()
         for waiter in waiters { waiter.resume() }
     }
