@@ -81,6 +81,10 @@ final class ThreadCore: @unchecked Sendable {
     /// `withLockWaking` only. Declared last, so that the fields producers and the drain touch on
     /// every item keep the layout they had.
     let waker = Waker()
+    /// LongThreadsTestKit's hold on the thread, nil but for its threads: the core calls it only
+    /// through `ThreadCore+TestSeam.swift`, behind `Hints.harnessed`. After the waker, for the
+    /// same reason.
+    let testSeam: (any TestSeam)?
 
     /// `settleInDelay`: how long the thread lives before its first callout settles it in
     /// (`settleIn`), in nanoseconds; `.max`: never. Tests choose either side of it, and may force
@@ -107,8 +111,9 @@ final class ThreadCore: @unchecked Sendable {
             countsWakeUps: owner != nil || instrumented,
             backpressure: options.queueLimit.map(Backpressure.init)
         ))
-        self.hints = Atomic((instrumented ? Hints.instrumented : 0) | (options.harness == nil ? 0 : Hints.harnessed))
-        options.harness?.attach(self)
+        self.testSeam = options.harness
+        self.hints = Atomic((instrumented ? Hints.instrumented : 0) | (testSeam == nil ? 0 : Hints.harnessed))
+        testSeam?.attached(to: self)
         loop.hooks = hooks
     }
 

@@ -8,7 +8,7 @@ import Glibc
 extension ThreadCore {
     /// Creates the pthread and returns once its run loop is ready to run. Creator's thread.
     func start() throws(LongThreadError) {
-        if let failure = options.harness?.startFailure { throw failure }
+        if hints.load(ordering: .relaxed) & Hints.harnessed != 0 { try testSeamStart() }
         do throws(LongThreadError) {
             try ProcessSetUp.ensureDone()
         } catch {

@@ -34,7 +34,7 @@ extension ThreadCore {
             }
             guard let (takenEngine, dropped, mustTell, takenTimers) = taken else { return }
             // A paused test thread's gate opens for a stop.
-            if hints.load(ordering: .relaxed) & Hints.harnessed != 0 { noticeForTest() }
+            if hints.load(ordering: .relaxed) & Hints.harnessed != 0 { testSeamStopBegan() }
             engine = takenEngine
             timers = takenTimers
             instrument?.record(.stopRequested(name: name, pending: pending))
@@ -125,6 +125,7 @@ extension ThreadCore {
         // The lifecycle is already `.exited` (loopExited or startFailed, under this lock): no task
         // adds itself to the list any more.
         let waiters = shared.withLock { $0.lifecycle.takeExitWaiters() }
+        if hints.load(ordering: .relaxed) & Hints.harnessed != 0 { testSeamLoopExited() }
         exited.signal()
         for waiter in waiters { waiter.resume() }
     }

@@ -223,7 +223,8 @@ extension ThreadCore {
                 waited: .nanoseconds(pass.longestWait), queueDepth: depth
             ))
         }
-        if discardRequested {
+        let hints = self.hints.load(ordering: .relaxed)
+        if hints & Hints.discard != 0 {
             discardBatch()
             engine.stopInnermostRun()
         } else if pass.end == .stopping {
@@ -231,6 +232,7 @@ extension ThreadCore {
             // drains what waits for other modes, or exits).
             engine.stopInnermostRun()
         }
+        if hints & Hints.harnessed != 0 { testSeamDrainPassEnded() }
         return pass.timersDue ?? false
     }
 
@@ -397,6 +399,7 @@ extension ThreadCore {
     /// under the lock. Then moves what came into the batch, which unparks. See
     /// `WaitPolicy.parkBudget` for when it is worth it.
     func park(forNanoseconds nanoseconds: Int64, seen: UInt32) -> (gotMore: Bool, isStopping: Bool) {
+        if hints.load(ordering: .relaxed) & Hints.harnessed != 0 { testSeamDrainSuspended() }
         waker.sleepParked(seen: seen, forNanoseconds: nanoseconds)
         return shared.withLock { state in
             let before = loop.batch.entries.count

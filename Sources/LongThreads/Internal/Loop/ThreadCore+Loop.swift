@@ -17,6 +17,7 @@ extension ThreadCore: RunLoopEngineDelegate {
         }
         if mustLook { engine.signal() }
         if timersDue { engine.signalTimers() }
+        if hints.load(ordering: .relaxed) & Hints.harnessed != 0 { testSeamDrainSuspended() }
         // The task's callout pauses: the loop turns again (a monitor sees an idle thread).
         if loop.calloutDepth > 0 { publishCalloutStart(0) }
     }

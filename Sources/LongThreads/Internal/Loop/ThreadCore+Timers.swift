@@ -49,9 +49,9 @@ extension ThreadCore {
     /// First arms the CF timer for the next deadline still pending.
     func engineServiceTimers(_ engine: RunLoopEngine) {
         let eligible = currentEligibility(engine)
-        let harness = options.harness
-        let request = harness?.timersServiceBegins()
-        defer { if let harness, let request { harness.timersServiced(request) } }
+        let tested = hints.load(ordering: .relaxed) & Hints.harnessed != 0
+        let request = tested ? testSeamTimersBegin() : 0
+        defer { if tested { testSeamTimersEnded(request) } }
         let now = clockNanoseconds
         // Timers scheduled from here on (a zero delay included) wait for the next pass.
         shared.withLock { state in

@@ -19,8 +19,9 @@ enum Hints {
     /// loop learns how late its caller came back (`ThreadCore.linger`). Set and cleared by the
     /// loop thread.
     static let stampsNextPost: UInt8 = 1 << 4
-    /// The thread belongs to LongThreadsTestKit (constant): its drain waits at the harness's gate
-    /// before each item, and its posts go the stamped way, where a refusal asked for is thrown.
+    /// The thread belongs to LongThreadsTestKit (constant, `testSeam`): its drain waits at the
+    /// seam's gate before each item and tells the seam when a pass ends, and its posts go the
+    /// stamped way, where a refusal asked for is thrown.
     static let harnessed: UInt8 = 1 << 5
     /// A post reads the clock when any of these is set.
     static let stampsPosts: UInt8 = timesPosts | stampsNextPost | harnessed

@@ -44,7 +44,7 @@ extension ThreadCore {
         }
         // A paused test thread's gate runs urgent and own work without a step. Constant-folded
         // away for queued posts and jobs.
-        if kind.goesFirst, hints.load(ordering: .relaxed) & Hints.harnessed != 0 { noticeForTest() }
+        if kind.goesFirst, hints.load(ordering: .relaxed) & Hints.harnessed != 0 { testSeamPostedAhead() }
         return foundDraining
     }
 
@@ -59,13 +59,13 @@ extension ThreadCore {
         (try? enqueue(.fireAndForget(work), modes: nil, kind: .own)) != nil
     }
 
-    /// Any thread, a post of `kind`: the refusal a test asked for (`TestHarness.refuseNextPost`),
-    /// taken, when the thread belongs to the test kit and the post is one a test may refuse
-    /// (`PostKind.isRefusable`: never the library's own, never a Swift concurrency job).
+    /// Any thread, a post of `kind`: the refusal a test asked for (`TestSeam`), taken, when the
+    /// thread belongs to the test kit and the post is one a test may refuse (`PostKind.isRefusable`:
+    /// never the library's own, never a Swift concurrency job).
     @inline(__always)
     func refusalForTest(_ kind: PostKind) -> LongThreadError? {
         guard kind.isRefusable, hints.load(ordering: .relaxed) & Hints.harnessed != 0 else { return nil }
-        return options.harness?.takeRefusal()
+        return testSeamRefusal(kind)
     }
 
     /// Posting thread, a post that reads the clock (`Hints.stampsPosts`): throws the refusal a

@@ -8,9 +8,11 @@ import Foundation
 /// library's own posts (`ThreadCore.enqueueOwn`) and Swift concurrency jobs are never refused, and
 /// the gate holds queued work and jobs, never urgent or own work.
 ///
-/// A thread without a harness never reads any of this: its drain tests one hint bit per item
-/// (`Hints.harnessed`), in a register already loaded, and its posts test the same word they test
-/// for timing.
+/// It is the thread's test seam (`TestSeam`): the core tells it what it waits for (a drain pass
+/// ended, a stop began, the loop exited...), so its waits sleep until then; it reads the core only
+/// through `ThreadCore+TestSeam.swift`. A thread without a harness never reads any of this: its
+/// drain tests one hint bit per item (`Hints.harnessed`), in a register already loaded, and its
+/// posts test the same word they test for timing.
 /// - Threading: every member is callable from any thread; the stepping calls not from the thread
 ///   itself (they wait for it).
 @_spi(TestKit)
@@ -40,6 +42,8 @@ public final class TestHarness: @unchecked Sendable {
         var timersRequested: UInt64 = 0
         var timersServiced: UInt64 = 0
         var refusal: LongThreadError?
+        /// How often a stepping call's wait woke (`wakeUpsForTesting`).
+        var wakeUps: UInt64 = 0
         var stopAfter: (label: String, pending: LongThread.PendingWork)?
     }
 
@@ -49,9 +53,12 @@ public final class TestHarness: @unchecked Sendable {
     public let settleTimeout: Duration
     /// What `LongThread.init` throws instead of starting the thread.
     public let startFailure: LongThreadError?
+    /// Guards `state`; broadcast on every change a wait looks at (`waitUntil`).
     private let condition = NSCondition()
     private var state: State
+    /// Written once by `attached(to:)`, before the thread runs.
     private weak var core: ThreadCore?
+    private var threadName: String?
 
     public init(clock: VirtualClock, paused: Bool, settleTimeout: Duration = .seconds(10), startFailure: LongThreadError? = nil) {
         self.clock = clock
@@ -60,12 +67,8 @@ public final class TestHarness: @unchecked Sendable {
         self.state = State(paused: paused)
     }
 
-    /// `ThreadCore.init`: the thread this harness is attached to.
-    func attach(_ core: ThreadCore) {
-        precondition(self.core == nil, "LongThreadsTestKit: a TestHarness serves one thread")
-        self.core = core
-        clock.register(self)
-    }
+    /// How often the stepping calls' waits woke, for tests of the harness itself.
+    var wakeUpsForTesting: UInt64 { locked { $0.wakeUps } }
 
     private func locked<T>(_ body: (inout State) -> T) -> T {
         condition.lock()
@@ -81,98 +84,10 @@ public final class TestHarness: @unchecked Sendable {
         locked { $0.refusal = error }
     }
 
-    /// Posting thread: the refusal asked for, if any, taken.
-    func takeRefusal() -> LongThreadError? {
-        locked { state in
-            defer { state.refusal = nil }
-            return state.refusal
-        }
-    }
-
     /// Once the item labelled `label` has run, a stop with `pending` begins before the thread's
     /// next item.
     public func stop(afterItemLabeled label: String, pending: LongThread.PendingWork) {
         locked { $0.stopAfter = (label, pending) }
-    }
-
-    // MARK: - The gate (loop thread)
-
-    /// What the loop thread does at the gate before an entry the test holds (`PostKind.isHeld`).
-    enum GateAction {
-        /// Runs the entry.
-        case pass
-        /// Runs the timers `advance` asked for, then comes back.
-        case serviceTimers
-        /// Runs the work posted ahead of the waiting items meanwhile (the user's urgent work, the
-        /// library's own posts: never held), then comes back.
-        case runUrgentItems
-        /// Begins the stop asked for after the previous item, then comes back.
-        case stop(LongThread.PendingWork)
-    }
-
-    /// Loop thread, before the drain runs an entry the test holds (`labels`: the batch's untaken
-    /// entries from it on): what to do. Waits while the thread is paused without a permit and
-    /// nothing else is to be done; a stop opens the gate.
-    func gate(_ core: ThreadCore, labels: @autoclosure () -> [String?]) -> GateAction {
-        if let stop = locked({ state -> LongThread.PendingWork? in
-            guard let stop = state.stopAfter, state.passed > 0, state.lastPassedLabel == stop.label else { return nil }
-            state.stopAfter = nil
-            return stop.pending
-        }) {
-            return .stop(stop)
-        }
-        let labels = labels()
-        condition.lock()
-        defer { condition.unlock() }
-        state.atGate = true
-        state.batchLabels = labels
-        condition.broadcast()
-        // Every check under the lock, up to the wait that releases it: each change looked at
-        // broadcasts under or after the lock (a step, a pause, `advance`, and through
-        // `threadChanged` a stop or work posted ahead of the waiting items), so none is missed.
-        // The core's lock is taken inside this one, never the other way round.
-        while true {
-            // The loop leaves the gate for these (`atGate` false: the thread is not settled).
-            if state.timersRequested > state.timersServiced { return leaveGate(for: .serviceTimers) }
-            // Before a permit: work posted ahead of the item runs before it, as on a real thread.
-            if core.urgentWorkWaitsForTest { return leaveGate(for: .runUrgentItems) }
-            if !state.paused || state.permits > 0 || core.stopBegunForTest { break }
-            condition.wait()
-        }
-        if state.permits > 0 { state.permits -= 1 }
-        state.passed += 1
-        state.lastPassedLabel = labels.first ?? nil
-        return leaveGate(for: .pass)
-    }
-
-    /// Under the lock, the loop thread leaving its gate for `action`.
-    private func leaveGate(for action: GateAction) -> GateAction {
-        state.atGate = false
-        state.batchLabels = []
-        condition.broadcast()
-        return action
-    }
-
-    /// Any thread, after a stop began or work was posted ahead of the waiting items: a gate
-    /// waiting looks again.
-    func threadChanged() {
-        // Under the lock: a gate between its checks and its wait holds it, and so hears this.
-        condition.lock()
-        condition.broadcast()
-        condition.unlock()
-    }
-
-    /// Loop thread, as `engineServiceTimers` begins: the requests it answers.
-    func timersServiceBegins() -> UInt64 {
-        locked { $0.timersRequested }
-    }
-
-    /// Loop thread, as `engineServiceTimers` ends.
-    func timersServiced(_ generation: UInt64) {
-        locked { state in
-            if generation > state.timersServiced { state.timersServiced = generation }
-        }
-        condition.broadcast()
     }
 
     // MARK: - Stepping (the test's thread)
@@ -190,9 +105,7 @@ public final class TestHarness: @unchecked Sendable {
     public var nextDeadline: ContinuousClock.Instant? { nextTimerDeadline.map(clock.instant(at:)) }
 
     /// The earliest deadline of the thread's timers not yet due, on the clock.
-    var nextTimerDeadline: UInt64? {
-        core?.shared.withLock { $0.timerSchedule.earliestDeadline } ?? nil
-    }
+    var nextTimerDeadline: UInt64? { core?.nextTimerDeadlineForTest }
 
     /// Has the thread run its timers due at the clock's now, and waits until it did.
     func serviceTimers() throws(SettleError) {
@@ -202,16 +115,9 @@ public final class TestHarness: @unchecked Sendable {
             return state.timersRequested
         }
         condition.broadcast() // a gate waiting services them itself
-        // Signalled, then woken (out of a park too): a signal alone leaves a sleeping loop asleep.
-        let running = core.withLockWaking { (state: inout ThreadCore.SharedState, wake: inout Wake) -> Bool in
-            guard let engine = state.engine else { return false }
-            engine.signalTimers()
-            wake.forPass(&state)
-            return true
-        }
-        guard running else { return }
+        guard core.serviceTimersForTest() else { return }
         try waitUntil("its due timers to run") { state in
-            state.timersServiced >= generation || core.shared.withLock { $0.engine == nil }
+            state.timersServiced >= generation || core.hasExitedForTest
         }
     }
 
@@ -242,7 +148,7 @@ public final class TestHarness: @unchecked Sendable {
         condition.broadcast()
         defer { isPaused = wasPaused }
         try waitUntil("its queue to empty") { state in
-            !state.atGate && core.shared.withLock { Self.isIdle($0) }
+            !state.atGate && core.isIdleForTest
         }
     }
 
@@ -258,7 +164,7 @@ public final class TestHarness: @unchecked Sendable {
         try settle()
         guard let core else { return [] }
         return locked { state in
-            state.batchLabels + core.shared.withLock { shared in shared.queue.labelsForTest }
+            state.batchLabels + core.queuedLabelsForTest
         }
     }
 
@@ -267,65 +173,122 @@ public final class TestHarness: @unchecked Sendable {
         guard let core else { return }
         // At its gate with work posted ahead of the waiting items, the loop is about to run it.
         try waitUntil("its loop to settle") { state in
-            (state.atGate && !core.urgentWorkWaitsForTest) || core.shared.withLock { Self.isIdle($0) }
+            (state.atGate && !core.urgentWorkWaitsForTest) || core.isIdleForTest
         }
     }
 
-    /// Whether the loop has nothing queued and is not draining (or has exited).
-    private static func isIdle(_ state: ThreadCore.SharedState) -> Bool {
-        state.engine == nil || (state.queue.isEmpty && !state.queue.consumerActive)
-    }
-
-    /// Waits, polling every 200 µs, until `condition` holds; throws after `settleTimeout`.
+    /// Waits until `test` holds, or throws once `settleTimeout` passed. Never polls: every change
+    /// `test` reads broadcasts `condition` after it is made. The harness's own (a gate reached or
+    /// left, a permit, a pause, timers serviced) under its lock; the thread's (a drain pass ended,
+    /// the drain parked or a nested run began, work posted ahead of the waiting items, a stop, the
+    /// loop's exit) through the seam's events, which take the lock to broadcast: this wait holds
+    /// it from its check to its sleep, so none comes in between.
     private func waitUntil(_ what: String, _ test: (State) -> Bool) throws(SettleError) {
-        let deadline = ContinuousClock.now + settleTimeout
+        let deadline = Date(timeIntervalSinceNow: TimeInterval(settleTimeout.clampedNanoseconds) / 1e9)
         condition.lock()
         defer { condition.unlock() }
         while !test(state) {
-            if ContinuousClock.now >= deadline { throw SettleError(thread: core?.name, waitingFor: what) }
-            _ = condition.wait(until: Date(timeIntervalSinceNow: 0.0002))
-        }
-    }
-}
-
-extension WorkQueue {
-    /// The labels of the user's entries, in the order they run (urgent ones first).
-    var labelsForTest: [String?] { (urgent.reversed() + entries).labelsForTest }
-}
-
-extension Sequence<QueueEntry> {
-    /// The labels of the user's entries waiting among these: a test never sees the library's own.
-    var labelsForTest: [String?] { filter { !$0.isTaken && !$0.kind.isOwn }.map(\.item.label) }
-}
-
-extension ThreadCore {
-    /// Loop thread, a harnessed thread's drain, before it runs the batch entry at `index`: an entry
-    /// the test holds (`PostKind.isHeld`) waits at the harness's gate, doing what the gate says
-    /// meanwhile. Returns false when a discarding stop began meanwhile.
-    @inline(never)
-    func passGate(at index: Int, _ pass: inout DrainPass) -> Bool {
-        guard let harness = options.harness, loop.batch.entries[index].kind.isHeld else { return true }
-        while true {
-            switch harness.gate(self, labels: loop.batch.entries[index...].labelsForTest) {
-            case .pass: return !discardRequested
-            case .serviceTimers:
-                if let engine = shared.withLock({ $0.engine }) { engineServiceTimers(engine) }
-            case .runUrgentItems: pass.ran += runUrgentItems()
-            case .stop(let pending): requestStop(pending)
+            guard condition.wait(until: deadline) else {
+                if test(state) { return }
+                throw SettleError(thread: threadName, waitingFor: what)
             }
+            state.wakeUps += 1
+        }
+    }
+}
+
+extension TestHarness: TestSeam {
+    /// `ThreadCore.init`: the thread this harness serves.
+    func attached(to core: ThreadCore) {
+        precondition(self.core == nil, "LongThreadsTestKit: a TestHarness serves one thread")
+        self.core = core
+        threadName = core.name
+        clock.register(self)
+    }
+
+    func threadStarts() throws(LongThreadError) {
+        if let startFailure { throw startFailure }
+    }
+
+    func refusal(forPostOf kind: PostKind) -> LongThreadError? {
+        guard kind.isRefusable else { return nil }
+        return locked { state in
+            defer { state.refusal = nil }
+            return state.refusal
         }
     }
 
-    /// Any thread, after a change a paused thread's gate waits for and the harness does not make
-    /// itself: a stop began, or work was posted ahead of the waiting items (`enqueue`).
-    @inline(never)
-    func noticeForTest() {
-        options.harness?.threadChanged()
+    /// Before a permit, a paused gate runs the work posted ahead of the waiting items.
+    func postedAhead() { threadChanged() }
+
+    /// A paused gate opens for a stop; a discarding stop may have emptied the queue.
+    func stopBegan() { threadChanged() }
+
+    func drainPassEnded() { threadChanged() }
+
+    func drainSuspended() { threadChanged() }
+
+    func loopExited() { threadChanged() }
+
+    /// A change made by the thread that a wait (`waitUntil`) or a gate waiting looks at.
+    private func threadChanged() {
+        // Under the lock: a wait between its check and its sleep holds it, and so hears this.
+        condition.lock()
+        condition.broadcast()
+        condition.unlock()
     }
 
-    /// Any thread: whether work posted ahead of the waiting items waits (`Hints.urgent`).
-    var urgentWorkWaitsForTest: Bool { hints.load(ordering: .relaxed) & Hints.urgent != 0 }
+    /// Before an entry the test holds (`labels`: the batch's untaken entries from it on): waits
+    /// while the thread is paused without a permit and nothing else is to be done; a stop opens
+    /// the gate.
+    func gate(_ core: ThreadCore, labels: @autoclosure () -> [String?]) -> TestGateAction {
+        if let stop = locked({ state -> LongThread.PendingWork? in
+            guard let stop = state.stopAfter, state.passed > 0, state.lastPassedLabel == stop.label else { return nil }
+            state.stopAfter = nil
+            return stop.pending
+        }) {
+            return .stop(stop)
+        }
+        let labels = labels()
+        condition.lock()
+        defer { condition.unlock() }
+        state.atGate = true
+        state.batchLabels = labels
+        condition.broadcast()
+        // Every check under the lock, up to the wait that releases it: each change looked at
+        // broadcasts under or after the lock (a step, a pause, `advance`, and through the seam a
+        // stop or work posted ahead of the waiting items), so none is missed. The core's lock is
+        // taken inside this one, never the other way round.
+        while true {
+            // The loop leaves the gate for these (`atGate` false: the thread is not settled).
+            if state.timersRequested > state.timersServiced { return leaveGate(for: .serviceTimers) }
+            // Before a permit: work posted ahead of the item runs before it, as on a real thread.
+            if core.urgentWorkWaitsForTest { return leaveGate(for: .runUrgentItems) }
+            if !state.paused || state.permits > 0 || core.stopBegunForTest { break }
+            condition.wait()
+        }
+        if state.permits > 0 { state.permits -= 1 }
+        state.passed += 1
+        state.lastPassedLabel = labels.first ?? nil
+        return leaveGate(for: .pass)
+    }
 
-    /// Any thread: whether a stop has begun.
-    var stopBegunForTest: Bool { shared.withLock { $0.lifecycle.isStopping } }
+    /// Under the lock, the loop thread leaving its gate for `action`.
+    private func leaveGate(for action: TestGateAction) -> TestGateAction {
+        state.atGate = false
+        state.batchLabels = []
+        condition.broadcast()
+        return action
+    }
+
+    func timersServiceBegins() -> UInt64 {
+        locked { $0.timersRequested }
+    }
+
+    func timersServiceEnded(_ request: UInt64) {
+        locked { state in
+            if request > state.timersServiced { state.timersServiced = request }
+        }
+        condition.broadcast()
+    }
 }

@@ -130,7 +130,7 @@ public final class VirtualClock: @unchecked Sendable {
     /// clock is set to `target`, and the threads settle again.
     /// - Throws: `TestHarness.SettleError` when a thread stays busy longer than its settle bound.
     public func advance(to target: ContinuousClock.Instant) throws(TestHarness.SettleError) {
-        precondition(ThreadCore.current?.options.harness?.clock !== self,
+        precondition(ThreadCore.current?.virtualClock !== self,
                      "VirtualClock.advance called on one of the clock's own threads: it would wait on itself")
         advancing.lock()
         defer { advancing.unlock() }
@@ -162,15 +162,4 @@ public final class VirtualClock: @unchecked Sendable {
             if nanoseconds > originNanoseconds, offset > state.offset { state.offset = offset }
         }
     }
-}
-
-extension ThreadCore {
-    /// The virtual clock of a thread made by the test kit; nil (every other thread): the real one.
-    var virtualClock: VirtualClock? { options.harness?.clock }
-
-    /// Now, in monotonic nanoseconds, on this thread's clock.
-    var clockNanoseconds: UInt64 { virtualClock?.nanoseconds ?? CLongThreadsShims_monotonicNanoseconds() }
-
-    /// Now, on this thread's clock.
-    var clockNow: ContinuousClock.Instant { virtualClock?.now ?? .now }
 }
