@@ -73,7 +73,7 @@ enum DescriptorHeadroom {
     /// do (duplicates, one `close_range`), where an open of /dev/null and a close each cost eight
     /// per thread's start. `lowestFree`: the first descriptor it got, when it got one.
     private static func probe(_ count: Int, lowestFree: inout Int32) -> Int32? {
-        // On the stack: an array here was an allocation per thread's start.
+        // On the stack: an array here would cost each thread's start an allocation.
         withUnsafeTemporaryAllocation(of: Int32.self, capacity: max(count, 1)) { taken in
             var held = 0
             defer { release(taken, held) }

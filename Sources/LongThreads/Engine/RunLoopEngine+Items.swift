@@ -65,9 +65,9 @@ final class EngineItem: @unchecked Sendable {
     /// thread's `LongThreadTimer`s share another, one per thread (`RunLoopEngine.armTimers`).
     ///
     /// The context has a `retain` callback: CF then retains the target around each callout, so an
-    /// invalidation during the callout cannot free it (when each `LongThreadTimer` was such a timer,
-    /// a stop invalidating it from another thread did: a use-after-free `longthread-stress` found
-    /// under AddressSanitizer). CF retains the info once at creation and releases it on invalidation.
+    /// invalidation during the callout cannot free it (a stop invalidating a timer from another
+    /// thread while it calls out would otherwise free its target under it: a use-after-free).
+    /// CF retains the info once at creation and releases it on invalidation.
     static func timer(after delay: Duration, target: @escaping () -> Void) -> EngineItem {
         let callout = Callout(target)
         var context = CFRunLoopTimerContext()

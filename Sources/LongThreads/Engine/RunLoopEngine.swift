@@ -32,10 +32,10 @@ protocol RunLoopEngineDelegate: AnyObject {
 /// - once the thread has lived a millisecond (`installWakePort()`), its own wake-up: a version-1
 ///   source whose port is an eventfd of the library's own. From then on a producer that finds
 ///   the loop asleep only writes that eventfd, and the source's perform runs the queued work.
-///   Before, it signals the work source and calls `CFRunLoopWakeUp`, which writes CF's wake-up
-///   eventfd while holding the run loop's lock, the lock the woken loop takes first thing: on a
-///   busy machine the loop thread then often woke only to block on that lock and wait for a
-///   second wake-up. The port also saves a pass: CF runs the source that woke it at once (3,373
+///   Until then, it signals the work source and calls `CFRunLoopWakeUp`, which writes CF's
+///   wake-up eventfd while holding the run loop's lock, the lock the woken loop takes first
+///   thing: on a busy machine the loop thread then often wakes only to block on that lock and
+///   wait for a second wake-up. The port also saves a pass: CF runs the source that woke it at once (3,373
 ///   instructions per wake-up and reply against 4,266, callgrind). Not from the start: the
 ///   eventfd and CF's bookkeeping for a port source cost a thread's life about 11,000
 ///   instructions and 5 system calls, 6 µs with two CPU hogs beside it (+10%), which a thread that
@@ -74,10 +74,6 @@ final class RunLoopEngine: @unchecked Sendable {
     private var customModes: [CFString] = []
     /// Whether the engine reports wake-ups (`engineDidWake`). Written on the loop thread.
     private(set) var countingWakeUps: Bool
-    /// The thread's descriptor sources and the epoll instances they share (`DescriptorSource`),
-    /// made by the first watch (most threads have none). `tearDown` reads it after that lock took
-    /// the engine away from every other thread.
-    private var watches: DescriptorWatches?
     /// The timer machinery (see above), made by the first timer. The loop thread reads it without
     /// the lock after a section under it saw a due timer (`signalTimers`).
     private var timers: (deadline: CFRunLoopTimer, source: CFRunLoopSource)?
@@ -106,6 +102,13 @@ final class RunLoopEngine: @unchecked Sendable {
         countingWakeUps = countsWakeUps
         callouts.engine = self
         add(toMode: kCFRunLoopDefaultMode)
+    }
+
+    /// Creator's thread, once per process before the first loop thread starts
+    /// (`ProcessSetUp`): makes the main thread's run loop under the headroom's rule, so that CF
+    /// takes its descriptors here, or `.outOfResources` is thrown instead of CF halting.
+    static func makeMainRunLoop() throws(LongThreadError) {
+        try DescriptorHeadroom.withDescriptors(DescriptorHeadroom.runLoop) { _ = CFRunLoopGetMain() }
     }
 
     // MARK: - Any thread
@@ -237,17 +240,13 @@ final class RunLoopEngine: @unchecked Sendable {
         return name
     }
 
-    /// Loop thread, before it exits: closes the descriptor sources' epoll instances. The work
-    /// source and the observers stay in their modes: CF's thread-exit finaliser removes every
-    /// source from every mode, and the loop's deallocation invalidates its observers, so removing
-    /// them here only did the same work earlier, at a higher price (invalidating one CF object
-    /// walks every mode of every loop it is in: ~13,000 instructions per life, callgrind). Nothing
-    /// calls them out after this: the loop never runs again.
-    func tearDown() {
-        watches?.tearDown()
-    }
-
-    /// Loop thread, after `tearDown`, on a thread that outlives its loop
+    /// The engine's sources and observers are not taken out of their modes when a spawned thread's
+    /// loop exits: CF's thread-exit finaliser removes every source from every mode, and the
+    /// loop's deallocation invalidates its observers, so removing them first would do the same work
+    /// at a higher price (invalidating one CF object walks every mode of every loop it is in:
+    /// ~13,000 instructions per life, callgrind).
+    ///
+    /// Loop thread, once the loop has exited, on a thread that outlives its loop
     /// (`LongThread.runCurrentThread`): takes the engine's sources, observers and timer out of every
     /// mode, which CF's thread-exit finaliser does for a spawned thread. A producer still holding
     /// the engine then signals an invalid source, which CF ignores.
@@ -271,16 +270,6 @@ final class RunLoopEngine: @unchecked Sendable {
             observers: [observer] + [wakeObserver].compactMap { $0 },
             timers: [timers?.deadline].compactMap { $0 }
         )
-    }
-
-    /// The thread's descriptor watches, made the first time. Any thread, under the thread's
-    /// lock, only while the loop lives.
-    var descriptorWatches: DescriptorWatches {
-        assertLockHeld()
-        if let watches { return watches }
-        let made = DescriptorWatches()
-        watches = made
-        return made
     }
 
     /// Debug builds: traps unless the caller holds the thread's lock, which guards the fields

@@ -8,13 +8,15 @@ import Synchronization
 ///
 /// Its state has three owners, and each field's type or mark says which:
 /// - **The post side** (`Internal/Post`): any thread, under the thread's lock. `shared` holds the
-///   queue, the modes, the engine while the loop lives, the timers and attachments; `hints` and
-///   `modesGeneration` are written under it and read by the loop between items. A post is
-///   `enqueue` (`ThreadCore+Post.swift`); the loop is woken only through `withLockWaking`.
+///   queue, the modes, the engine while the loop lives, the timers and attachments. `hints` are
+///   read by the loop between items without it (each bit's writer is named in `Hints`). A post
+///   is `enqueue` (`ThreadCore+Post.swift`); the loop is woken through `withLockWaking` only (a
+///   stop also ends the loop's run in CF: `RunLoopEngine.stopRun`).
 /// - **The loop side** (`Internal/Loop`): the loop thread only, through `loop` (`LoopState`, each
 ///   access checked in debug builds). The run (`ThreadCore+Loop.swift`), the drain and its waits
 ///   (`ThreadCore+Drain.swift`, one callout as a `DrainPass`), callouts, timers. What it
-///   publishes for other threads is atomic: `batchWaiting`, `batchOldestPostedAt`, `watch`.
+///   publishes for other threads is atomic (`batchWaiting`, `batchOldestPostedAt`) or shared
+///   with the stall monitors (`watch`).
 /// - **The life side** (`Internal/Life`): `Lifecycle` (under the lock) decides, returning actions;
 ///   the start (`ThreadCore+Start.swift`, `handshake`) and the stop and join
 ///   (`ThreadCore+Stop.swift`, `exited`) carry them out.
@@ -49,18 +51,20 @@ final class ThreadCore: @unchecked Sendable {
     weak var handle: LongThread?
     weak var owner: AnyObject?
 
-    // MARK: Loop side, published: written by the loop thread, read by stall monitors (`CalloutWatch`)
-    /// What stall monitors read of this thread (the running callout's start and label).
+    // MARK: Stall side: shared with stall monitors (`CalloutWatch`)
+    /// What stall monitors read of this thread and ask of it: the loop thread writes the running
+    /// callout's start and label; the monitors their list, threshold and stack-sample request.
     let watch = CalloutWatch()
 
     // MARK: Post side: guarded by `shared` (`SharedState`)
     let shared: Locked<SharedState>
 
-    // MARK: Post side: written under `shared`, read by the loop thread between two items without the lock
+    // MARK: Post side: read by the loop thread between two items without the lock
     /// The hints the drain looks at before each item, in one word so that an item costs one load
     /// for all of them (`Hints`). Bits are set and cleared with atomic bit operations.
     let hints: Atomic<UInt8>
-    /// Bumped when the common set changes, so the loop thread drops its cached eligibility.
+    /// Bumped after the common set changed under `shared` (a release), so the loop thread drops
+    /// its cached eligibility at its next drain (an acquire).
     let modesGeneration = Atomic<Int>(0)
 
     // MARK: Loop side, published: written by the loop thread, read by any (`statistics`, monitors)
@@ -78,12 +82,13 @@ final class ThreadCore: @unchecked Sendable {
 
     // MARK: Post side: immutable
     /// Every way to wake the loop (CF's wake-up, the wake-up port, the park bell), rung by
-    /// `withLockWaking` only. Declared last, so that the fields producers and the drain touch on
-    /// every item keep the layout they had.
+    /// `withLockWaking` only. Declared after the fields producers and the drain touch on every
+    /// item, so that those share the object's first cache lines.
     let waker = Waker()
     /// LongThreadsTestKit's hold on the thread, nil but for its threads: the core calls it only
-    /// through `ThreadCore+TestSeam.swift`, behind `Hints.harnessed`. After the waker, for the
-    /// same reason.
+    /// through `ThreadCore+TestSeam.swift`, behind `Hints.harnessed` (its clock is read unflagged,
+    /// wherever the thread reads its time: `clockNanoseconds`). After the waker, for the same
+    /// reason.
     let testSeam: (any TestSeam)?
 
     /// `settleInDelay`: how long the thread lives before its first callout settles it in
@@ -104,9 +109,9 @@ final class ThreadCore: @unchecked Sendable {
         self.hasQueueLimit = options.queueLimit != nil
         self.owner = owner
         self.instrument = options.instrument
-        // Tested once: each test of the optional existential copied and destroyed it.
+        // Tested once: each test of the optional existential copies and destroys it.
         let instrumented = options.instrument != nil
-        // Made in place: a local `var` was copied into the lock's storage and then destroyed.
+        // Made in place: a local `var` would be copied into the lock's storage, then destroyed.
         self.shared = Locked(SharedState(
             countsWakeUps: owner != nil || instrumented,
             backpressure: options.queueLimit.map(Backpressure.init)

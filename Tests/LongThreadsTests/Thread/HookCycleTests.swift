@@ -15,7 +15,7 @@ private struct FailedWith: Error {
 private struct SetUpFailed: Error {}
 
 /// What setUp and tearDown capture, and what setUp throws, do not keep the thread's core alive
-/// once they cannot run (`ThreadCore.hooks`, `takeSetUpError`): held, each would make a retain cycle
+/// once they cannot run (`LoopState.hooks`, `takeSetUpError`): held, each would make a retain cycle
 /// through the core's own `options` or its start handshake (LeakSanitizer reports the first, in
 /// `ThreadBoundMisuseTests.boundBySetUp`).
 @Suite("setUp and tearDown make no cycle with the thread")

@@ -32,7 +32,7 @@ extension ThreadCore {
             throw LongThreadError.cannotStart(errno: handshake.startError ?? EAGAIN)
         }
         let failure = serveAdopted(engine, handle: handle, body)
-        closeLoop(engine)
+        closeLoop()
         // What CF's thread-exit finaliser does for a spawned thread: this one outlives its loop.
         engine.removeFromLoop()
         saved.restore()

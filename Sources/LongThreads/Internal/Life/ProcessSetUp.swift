@@ -1,4 +1,3 @@
-import CoreFoundation
 import Synchronization
 
 /// What the process's first LongThread would otherwise set up on its own new stack, done once on
@@ -20,7 +19,7 @@ enum ProcessSetUp {
     /// thread's loop cannot get its descriptors (nothing is done then; the next start tries again).
     static func ensureDone() throws(LongThreadError) {
         if done.load(ordering: .acquiring) { return }
-        try DescriptorHeadroom.withDescriptors(DescriptorHeadroom.runLoop) { _ = CFRunLoopGetMain() }
+        try RunLoopEngine.makeMainRunLoop()
         _ = ThreadCore.currentKey
         // Two creators may both get here: the work above is idempotent.
         done.store(true, ordering: .releasing)

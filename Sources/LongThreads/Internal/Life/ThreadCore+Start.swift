@@ -61,7 +61,7 @@ extension ThreadCore {
         } else {
             destroyBoundValues() // bound by setUp before it threw
         }
-        closeLoop(engine)
+        closeLoop()
         if !setUpSucceeded { handshake.ready.signal() }
         announceExit()
     }
@@ -109,8 +109,8 @@ extension ThreadCore {
     /// Loop thread, after its service: the loop's exit (`finishExit`), then the thread is no
     /// longer this core's, and the hooks are let go (before the end is announced, so that a
     /// stopper finds them released).
-    func closeLoop(_ engine: RunLoopEngine) {
-        finishExit(engine)
+    func closeLoop() {
+        finishExit()
         pthread_setspecific(Self.currentKey, nil)
         loop.hooks = LoopState.Hooks()
     }

@@ -86,22 +86,26 @@ extension ThreadCore {
     }
 
     /// Loop thread, after the last run: refuse everything, release everything, leave the loop clean.
-    func finishExit(_ engine: RunLoopEngine) {
+    func finishExit() {
         // Jobs still queued run here, on the thread (a start whose setUp threw never drained).
         discardBatch()
         runRemainingJobs()
         var toTell: [WorkItem] = []
         let leftoverCount: Int
         let attachments: [any LoopAttachment]
+        let descriptorWatches: DescriptorWatches?
         do {
-            let (leftovers, taken) = shared.withLock { state -> ((entries: [QueueEntry], mustTell: Bool), [any LoopAttachment]) in
+            let (leftovers, taken, watches) = shared.withLock {
+                state -> ((entries: [QueueEntry], mustTell: Bool), [any LoopAttachment], DescriptorWatches?) in
                 state.lifecycle.loopExited()
                 state.engine = nil
                 let attachments = Array(state.attachments.values)
                 state.attachments = [:]
-                return (state.queue.removeAll(), attachments)
+                defer { state.descriptorWatches = nil }
+                return (state.queue.removeAll(), attachments, state.descriptorWatches)
             }
             attachments = taken
+            descriptorWatches = watches
             leftoverCount = leftovers.entries.count
             if leftovers.mustTell { toTell = Self.itemsToTell(in: leftovers.entries) }
         }
@@ -113,9 +117,10 @@ extension ThreadCore {
             state.counts.discarded += leftoverCount
             return (state.counts.tasksRun, state.counts.discarded)
         }
-        // The descriptor sources' epoll instances close here; CF's thread-exit finaliser removes
-        // the work source and frees the loop and its descriptors.
-        engine.tearDown()
+        // The descriptor sources' epoll instances close here (nothing calls them out after this:
+        // the loop never runs again); CF's thread-exit finaliser removes the work source and
+        // frees the loop and its descriptors (`RunLoopEngine.removeFromLoop` says why not before).
+        descriptorWatches?.tearDown()
         waitForStopsInFlight()
         instrument?.record(.stopped(name: name, tasksRun: tasksRun, discarded: discarded))
     }
@@ -147,7 +152,7 @@ extension ThreadCore {
     func waitUntilExit(timeout: Duration?) -> Bool {
         if !shared.withLock({ $0.lifecycle.hasThread }) { return true }
         // Without a timeout the joiner goes straight to the join, which returns once the thread
-        // has ended: waiting for `exited` first cost one more sleep and wake-up per stop. The join
+        // has ended: waiting for `exited` first would cost one more sleep and wake-up per stop. The join
         // spins first while a CPU is spare: the thread's last steps take about what a sleeping
         // joiner's wake-up costs on a VM.
         if let timeout, !exited.wait(timeout: timeout) { return false }

@@ -3,7 +3,7 @@
 ///
 /// Entries that may not run in the current mode stay here in order (taken ones are marked, not
 /// removed), and a run nested inside a task continues this batch before newer work. Part of
-/// `ThreadCore` (`batch`), kept inline: loop thread only, read per item. No method runs an item:
+/// `LoopState` (`batch`), kept inline: loop thread only, read per item. No method runs an item:
 /// an item may run the loop nested, and the nested drain works on this same batch.
 struct DrainBatch: ~Copyable {
     /// The entries, oldest first; taken ones are left in place until `compact`.

@@ -1,7 +1,7 @@
-/// The mode of each run of a thread's loop on its stack, innermost last (`ThreadCore.runModes`).
+/// The mode of each run of a thread's loop on its stack, innermost last (`LoopState.runModes`).
 ///
 /// Nearly always one run deep: the outer run's mode is kept inline, so a thread that never runs
-/// its loop nested allocates no array for it (that array was an allocation per thread's life).
+/// its loop nested allocates no array for it (an array would cost every thread's life an allocation).
 struct RunModeStack {
     /// The outermost run's mode; nil when the loop does not run.
     private var outer: String?

@@ -82,3 +82,26 @@ extension ThreadCore {
         )
     }
 }
+
+extension ThreadCore {
+    /// Any thread: watches `descriptor` for `events` on this thread's loop (`LongThread.watch`).
+    func watch(
+        _ descriptor: Int32, for events: DescriptorEvents, modes: [RunLoop.Mode],
+        _ handler: @escaping @Sendable (DescriptorEvents) -> Void
+    ) throws -> DescriptorSource {
+        try withLockWaking { state, wake in
+            guard state.lifecycle.acceptsWork, let engine = state.engine else { throw LongThreadError.stopped }
+            let watches = state.descriptorWatches ?? DescriptorWatches()
+            state.descriptorWatches = watches
+            let source = DescriptorSource(
+                descriptor: descriptor, events: events, core: self, watches: watches, handler: handler
+            )
+            _ = try state.mask(for: modes)
+            try watches.add(source, modes: modes, engine: engine, core: self)
+            state.attachments[ObjectIdentifier(source.handler)] = source.handler
+            // A thread with descriptor sources does not park (`parkLength`): its events would wait.
+            wake.endingPark(&state)
+            return source
+        }
+    }
+}

@@ -28,7 +28,7 @@ extension ThreadCore {
     /// Loop thread: moves the callout start. While a monitor samples this thread's stack (it saw
     /// the old start and is about to signal, or has signalled), waits here, in the library's own
     /// code, until the capture is over: the signal never interrupts the next callout. The two
-    /// sequentially consistent accesses pair with the monitor's in `StallMonitorState.capture`.
+    /// sequentially consistent accesses pair with the monitor's in `StackSampler.capture`.
     @inline(__always)
     func publishCalloutStart(_ start: UInt64) {
         watch.calloutStartedAt.store(start, ordering: .sequentiallyConsistent)

@@ -82,6 +82,26 @@ extension ThreadCore: RunLoopEngineDelegate {
         checkOwner()
     }
 
+    /// Loop thread, once the loop has stopped (after the drain, or at once after a discarding
+    /// stop), before the bound values are destroyed and `tearDown` runs: runs the jobs still
+    /// queued, in order, and those they bring (a pinned actor calling another, or itself), round
+    /// after round, until a look finds none. That look, under the lock, closes the door: a job
+    /// enqueued after it cannot run on the thread (`jobAfterEnd`).
+    func runRemainingJobs() {
+        var ran = 0
+        while true {
+            let jobs = shared.withLock { state -> [QueueEntry] in
+                publishCounters(into: &state, ran: ran)
+                let jobs = state.queue.removeJobs()
+                if jobs.isEmpty { state.lifecycle.lastJobRan() }
+                return jobs
+            }
+            if jobs.isEmpty { return }
+            for entry in jobs { runCallout { entry.item.run() } }
+            ran = jobs.count
+        }
+    }
+
     /// Runs the loop in the default mode until a stop, then drains work waiting for other modes.
     func runUntilStopped(_ engine: RunLoopEngine) {
         // A task may end a run (CFRunLoopStop) or run the loop nested; only a stop ends the loop.

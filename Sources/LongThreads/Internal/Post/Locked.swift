@@ -13,7 +13,7 @@ import Glibc
 ///
 /// A handle to one allocation holding both the value and the mutex (a `ManagedBuffer`: the mutex
 /// is its element, at a stable address), so copies share the lock. A class holding the mutex
-/// through a pointer cost a second allocation per lock, five per thread's life.
+/// through a pointer would cost a second allocation per lock, five per thread's life.
 ///
 /// Never a bare closure (or an optional or tuple of one) as `State`: the state is stored at the
 /// most general abstraction, and each `inout` access converts such a closure and stores it back
@@ -28,8 +28,8 @@ struct Locked<State>: @unchecked Sendable {
     private let storage: Storage
 
     init(_ initial: consuming State) {
-        // Moved in, not copied: a copy of a thread's shared state retained every array and
-        // dictionary in it, and destroying the original released them again.
+        // Moved in, not copied: a copy of a thread's shared state retains every array and
+        // dictionary in it, and destroying the original releases them again.
         var pending = Optional(initial)
         storage = unsafeDowncast(Storage.create(minimumCapacity: 1) { _ in pending.take()! }, to: Storage.self)
         storage.withUnsafeMutablePointerToElements { mutex in

@@ -1,6 +1,6 @@
 /// Who made a post, and so what a test (LongThreadsTestKit) may do to it: its faults refuse and
-/// its gate holds the user's work only. The library's own posts carry `.own` from the one place
-/// that makes them (`ThreadCore.enqueueOwn`), so that no test fault or pause can delay or lose
+/// its gate holds the user's work only. The library's own posts carry `.own` from the two places
+/// that make them (`ThreadCore.enqueueOwn`, and a deadline bucket's timer in `DeadlineBucket`), so that no test fault or pause can delay or lose
 /// them: a test thread then behaves as a real one does.
 enum PostKind: UInt8 {
     /// The user's work, queued behind the waiting items: `perform`, `sync`, `run`, timers and

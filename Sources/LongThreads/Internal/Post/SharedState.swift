@@ -12,9 +12,10 @@ extension ThreadCore {
         var queue = WorkQueue()
         /// Post side: the modes work was posted in, as bits (`ModeTable`).
         var modes = ModeTable()
-        /// Life side: the engine while the loop lives, for producers to wake and add to. Nil before
-        /// the loop ran and after it exited (so nothing is ever added to the loop of an exited
-        /// thread). The loop thread keeps no copy: each engine callout hands it the engine.
+        /// Post side: the engine while the loop lives, for producers to wake and add to; the life
+        /// side sets it when the loop opens and clears it when it exits (so nothing is ever added
+        /// to the loop of an exited thread). The loop thread keeps no copy: each engine callout
+        /// hands it the engine.
         var engine: RunLoopEngine?
         /// Published by the loop: what the thread has done (`ThreadCounts`).
         var counts = ThreadCounts()
@@ -26,6 +27,9 @@ extension ThreadCore {
         var timerSchedule = TimerSchedule()
         /// Added to the loop: observers and descriptor sources; the loop's exit cancels them.
         var attachments: [ObjectIdentifier: any LoopAttachment] = [:]
+        /// Added to the loop: the descriptor sources' epoll instances, made by the first watch;
+        /// the loop's exit takes them out and closes them (`finishExit`).
+        var descriptorWatches: DescriptorWatches?
         /// Whether the loop counts its wake-ups: from the start with an owner or an instrument,
         /// otherwise once `statistics` was read (the loop then adds its observer at its next drain).
         var countsWakeUps = false

@@ -42,26 +42,6 @@ extension ThreadCore: SerialExecutor, TaskExecutor {
         if !accepted { jobAfterEnd() }
     }
 
-    /// Loop thread, once the loop has stopped (after the drain, or at once after a discarding
-    /// stop), before the bound values are destroyed and `tearDown` runs: runs the jobs still
-    /// queued, in order, and those they bring (a pinned actor calling another, or itself), round
-    /// after round, until a look finds none. That look, under the lock, closes the door: a job
-    /// enqueued after it cannot run on the thread (`jobAfterEnd`).
-    func runRemainingJobs() {
-        var ran = 0
-        while true {
-            let jobs = shared.withLock { state -> [QueueEntry] in
-                publishCounters(into: &state, ran: ran)
-                let jobs = state.queue.removeJobs()
-                if jobs.isEmpty { state.lifecycle.lastJobRan() }
-                return jobs
-            }
-            if jobs.isEmpty { return }
-            for entry in jobs { runCallout { entry.item.run() } }
-            ran = jobs.count
-        }
-    }
-
     /// Any thread: a job for this executor arrived once the thread had ended. It cannot run on
     /// the thread, and running it on another would run code isolated to the thread elsewhere
     /// (the thread-affine state it guards touched from the wrong thread, or two threads in one

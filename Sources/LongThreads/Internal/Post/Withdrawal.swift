@@ -1,6 +1,6 @@
 /// How a waiting item lets go, the moment it is cancelled, of what holds it besides its waiter: the
 /// timer of delayed work in a `WorkGroup`, or the deadline bucket of `perform(at:)` and `run(at:)`
-/// (whose timer goes with its last item). Without it, a cancelled item's timer waited in the loop
+/// (whose timer goes with its last item), so that a cancelled item's timer does not wait in the loop
 /// until its deadline.
 ///
 /// The holder is known only once the item is posted, and a cancel may come first: whichever of
