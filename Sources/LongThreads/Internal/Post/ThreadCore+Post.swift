@@ -5,7 +5,6 @@ import Foundation
 /// only when the queue says it sleeps (`withLockWaking`). The loop side drains it
 /// (`ThreadCore+Drain.swift`).
 extension ThreadCore {
-
     /// Queues `item` for the run-loop `modes` (nil: the default mode), or throws `.stopped` once a
     /// stop has begun.
     /// `kind`: who posts (`PostKind`); urgent and own posts go ahead of the waiting items, in any
@@ -52,8 +51,8 @@ extension ThreadCore {
     /// waiting items, in any mode; no queue limit and no test (LongThreadsTestKit) refuses or holds
     /// it. Every post the library makes for itself ahead of the queue goes through here (one in
     /// the thread's order, a bound value's explicit release, posts `PostKind.ownInOrder` through
-    /// `enqueue`). Returns false once a stop
-    /// has begun (the only refusal): the caller's work must then be done by the thread's end.
+    /// `enqueue`). Returns false once a stop has begun (the only refusal): the caller's work must
+    /// then be done by the thread's end.
     @discardableResult
     func enqueueOwn(_ work: @escaping @Sendable () -> Void) -> Bool {
         (try? enqueue(.fireAndForget(work), modes: nil, kind: .own)) != nil
