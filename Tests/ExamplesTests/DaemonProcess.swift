@@ -111,6 +111,13 @@ final class DaemonProcess: Sendable {
         }
     }
 
+    /// How many descriptor numbers below `limit` the daemon has free now (its `/proc/<pid>/fd`;
+    /// it may have inherited some above its limit).
+    func freeDescriptors(limit: Int) -> Int {
+        let open = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(process.processIdentifier)/fd")) ?? []
+        return limit - open.compactMap { Int($0) }.filter { $0 < limit }.count
+    }
+
     /// The daemon's resident memory, from /proc.
     var residentBytes: Int {
         get throws { try statusBytes("VmRSS:") }

@@ -51,6 +51,8 @@ final class SocketServer: Service, @unchecked Sendable {
     /// Out of descriptors: the listener waits for nothing until a client leaves or the retry.
     private var acceptPaused = false
     private var acceptRetryTimer: LongThreadTimer?
+    /// Held while accepting, given back at the limit: room for Dispatch and CF while paused.
+    private var reserve = DescriptorReserve()
     /// Due to trim malloc's arenas after large reply buffers were freed.
     var trimTimer: LongThreadTimer?
     /// Accepts refused since the last one that worked (logged once per episode).
@@ -158,13 +160,21 @@ final class SocketServer: Service, @unchecked Sendable {
     // MARK: - daemon.io: accepting
 
     private func acceptReady() {
+        // The reserve first: a client may have the last descriptors only while it is held.
+        if accepting, !acceptPaused, !reserve.fill() {
+            reserve.release()
+            return pauseAccepting(errno: EMFILE)
+        }
         while accepting, !acceptPaused {
             // accept4 would do both flags at once, but Glibc's module hides it (_GNU_SOURCE).
             let fd = accept(listener, nil, nil)
             if fd < 0 {
                 switch errno {
                 case EINTR, ECONNABORTED: continue
-                case EMFILE, ENFILE, ENOBUFS, ENOMEM: return pauseAccepting(errno: errno)
+                case EMFILE, ENFILE, ENOBUFS, ENOMEM:
+                    let refusal = errno
+                    reserve.release()
+                    return pauseAccepting(errno: refusal)
                 default: return // EAGAIN: drained
                 }
             }
@@ -210,6 +220,7 @@ final class SocketServer: Service, @unchecked Sendable {
     /// Out of descriptors (or kernel memory): the pending connection stays in the backlog, and
     /// the listener, still readable, would call back at once, forever. So it stops waiting for
     /// readable until a client leaves or ``acceptRetry`` passes, and says so once per episode.
+    /// The reserve is given back by then (``DescriptorReserve``).
     private func pauseAccepting(errno error: Int32) {
         acceptPaused = true
         refusalsWhilePaused += 1
@@ -260,6 +271,7 @@ final class SocketServer: Service, @unchecked Sendable {
         acceptRetryTimer?.cancel()
         acceptRetryTimer = nil
         close(listener)
+        reserve.release()
         unlink(path)
         cancelDeadlineCheck()
         for connection in Array(connections.values) {
